@@ -1,0 +1,253 @@
+"""AP engine: match records in, curves and average precision out.
+
+Pure functions from arrays to numbers and arrays.
+
+* :func:`voc_curves` / :func:`voc07_ap` / :func:`voc12_ap`: PASCAL VOC.
+* :func:`coco_accumulate`: pycocotools' ``accumulate`` for every class, area range,
+  max-detections value and IoU threshold at once.
+* :func:`precision_recall_at_k`, :func:`average_precision_raw`, :func:`fbeta_score`:
+  ranked-list metrics (non-interpolated).
+"""
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import numpy as np
+
+from .match import CocoMatches, VocMatches, TP, FP, _segment_starts
+
+__all__ = ["VOC07_GRID_MATLAB", "VOC07_GRID_NUMPY", "COCO_RECALL_THRESHOLDS",
+           "COCO_IOU_THRESHOLDS", "voc_curves", "voc07_ap", "voc12_ap", "voc_average_precision",
+           "coco_accumulate", "precision_recall_at_k", "average_precision_raw", "fbeta_score"]
+
+#: MATLAB's ``0:0.1:1`` (the colon operator fills from both ends: 0.6 and 0.7 are
+#: the doubles nearest 0.6 and 0.7). The official devkit's grid.
+VOC07_GRID_MATLAB = np.array([0.0, 0.1, 0.2, 0.30000000000000004, 0.4, 0.5, 0.6, 0.7, 0.8,
+                              0.9, 1.0])
+#: ``np.arange(0.0, 1.1, 0.1)`` as py-faster-rcnn / detectron2 ``voc_eval`` uses it.
+VOC07_GRID_NUMPY = np.arange(0.0, 1.1, 0.1)
+#: pycocotools' ``recThrs``: 101 points.
+COCO_RECALL_THRESHOLDS = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1,
+                                     endpoint=True)
+#: pycocotools' ``iouThrs``: 0.5:0.05:0.95.
+COCO_IOU_THRESHOLDS = np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1,
+                                  endpoint=True)
+
+
+# ----------------------------------------------------------------------------- VOC
+
+def voc_curves(matches: VocMatches, compat: str = "devkit"
+               ) -> List[Tuple[np.ndarray, np.ndarray, int, int]]:
+    """Recall/precision curve of every class from VOC match records.
+
+    Detections are ranked by decreasing score, ties by ``tie_key``; ignored
+    detections count as neither TP nor FP. ``rec = tp / npos``;
+    ``prec = tp / (tp + fp)``, NaN where ``tp + fp == 0`` (devkit) or
+    ``tp / max(tp + fp, eps)`` (detectron2).
+
+    Returns
+    -------
+    list of (recall, precision, tp, fp), one per class
+        recall, precision : ndarray of float64, shape (n_k,) over the class's
+        ranked detections (recall is NaN-free only when ``npos > 0``).
+    """
+    order = np.lexsort((matches.tie_key, -matches.scores, matches.class_idx))
+    cls = matches.class_idx[order]
+    outcome = matches.outcome[order]
+    K = matches.num_gt.shape[0]
+    bounds = np.searchsorted(cls, np.arange(K + 1))
+    curves = []
+    eps = np.finfo(np.float64).eps
+    for k in range(K):
+        o = outcome[bounds[k]:bounds[k + 1]]
+        tp = np.cumsum(o == TP).astype(np.float64)
+        fp = np.cumsum(o == FP).astype(np.float64)
+        npos = matches.num_gt[k]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rec = tp / float(npos)
+            if compat == "devkit":
+                prec = tp / (fp + tp)
+            else:
+                prec = tp / np.maximum(tp + fp, eps)
+        curves.append((rec, prec, int(tp[-1]) if tp.size else 0,
+                       int(fp[-1]) if fp.size else 0))
+    return curves
+
+
+def voc07_ap(recall: np.ndarray, precision: np.ndarray, grid: np.ndarray = VOC07_GRID_MATLAB
+             ) -> float:
+    """VOC2007 11-point interpolated AP.
+
+    ``ap = sum over t in grid of max(precision[recall >= t]) / 11``, 0 for a ``t``
+    no recall reaches; NaN precision is skipped (MATLAB ``max``), and a ``t`` whose
+    precisions are all NaN counts 0. Summed one term at a time in grid order.
+
+    Parameters
+    ----------
+    recall, precision : ndarray of float64, shape (n,)
+        Recall non-decreasing.
+    grid : ndarray of float64, shape (11,)
+        :data:`VOC07_GRID_MATLAB` (devkit) or :data:`VOC07_GRID_NUMPY` (detectron2).
+    """
+    n = recall.shape[0]
+    # max(precision[i:]) ignoring NaN; recall is sorted so recall >= t is a suffix
+    envelope = np.fmax.accumulate(precision[::-1])[::-1] if n else precision
+    first = np.searchsorted(recall, grid, side="left")
+    ap = 0.0
+    for i in first:
+        p = envelope[i] if i < n else 0.0
+        if p != p:  # every precision NaN (only ignored detections so far)
+            p = 0.0
+        ap = ap + p / 11
+    return float(ap)
+
+
+def voc12_ap(recall: np.ndarray, precision: np.ndarray, summation: str = "sequential"
+             ) -> float:
+    """VOC2010+ AP: area under the precision envelope.
+
+    ``mrec = [0, recall, 1]``, ``mpre = [0, precision, 0]``; from the end
+    ``mpre[i] = max(mpre[i], mpre[i+1])`` (NaN ignored); then
+    ``sum (mrec[i] - mrec[i-1]) * mpre[i]`` over the ``i`` where recall changes,
+    left to right (``summation="sequential"``, the devkit) or with ``np.sum``
+    (``"pairwise"``, detectron2).
+    """
+    mrec = np.concatenate(([0.0], recall, [1.0]))
+    mpre = np.concatenate(([0.0], precision, [0.0]))
+    mpre = np.fmax.accumulate(mpre[::-1])[::-1]
+    i = np.flatnonzero(mrec[1:] != mrec[:-1])
+    terms = (mrec[i + 1] - mrec[i]) * mpre[i + 1]
+    if summation == "pairwise":
+        return float(np.sum(terms))
+    return float(np.cumsum(terms)[-1]) if terms.size else 0.0
+
+
+def voc_average_precision(recall: np.ndarray, precision: np.ndarray, metric: str,
+                          compat: str) -> float:
+    """AP of one class under ``metric`` ("voc07" or "voc12") and ``compat``."""
+    if metric == "voc07":
+        return voc07_ap(recall, precision,
+                        VOC07_GRID_MATLAB if compat == "devkit" else VOC07_GRID_NUMPY)
+    return voc12_ap(recall, precision, "sequential" if compat == "devkit" else "pairwise")
+
+
+# ---------------------------------------------------------------------------- COCO
+
+def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
+                    rec_thresholds: np.ndarray = COCO_RECALL_THRESHOLDS
+                    ) -> Tuple[np.ndarray, np.ndarray]:
+    """pycocotools' ``accumulate``: precision and recall arrays.
+
+    For class ``k``, area range ``a`` and max-detections ``m``: each image's first
+    ``m`` detections (score order), ranked by decreasing score (ties: ascending
+    image key, then rank). TP = matched and not ignored, FP = unmatched and not
+    ignored; ``rc = tp / npig``, ``pr = tp / (fp + tp + spacing(1))``; the
+    precision at recall threshold ``r`` is ``max(pr[rc >= r])`` (0 if none).
+
+    Parameters
+    ----------
+    matches : CocoMatches
+    max_dets : ndarray of int64, shape (M,)
+    rec_thresholds : ndarray of float64, shape (R,)
+
+    Returns
+    -------
+    precision : ndarray of float64, shape (T, R, K, A, M)
+        NaN where the class has no non-ignored GT for that area range.
+    recall : ndarray of float64, shape (T, K, A, M)
+        NaN likewise.
+    """
+    A, T, _ = matches.matched.shape
+    K = matches.num_gt.shape[0]
+    R, M = rec_thresholds.shape[0], max_dets.shape[0]
+    precision = np.full((T, R, K, A, M), np.nan)
+    recall = np.full((T, K, A, M), np.nan)
+    order = np.lexsort((matches.rank, matches.image_key, -matches.scores, matches.class_idx))
+    cls_all = matches.class_idx[order]
+    rank_all = matches.rank[order]
+    eps = np.spacing(1)
+    t_idx = np.arange(T)[:, None]
+    for a in range(A):
+        npig = matches.num_gt[:, a]
+        present = npig > 0
+        counted = ~matches.ignored[a][:, order]  # (T, N)
+        tps_all = matches.matched[a][:, order] & counted
+        fps_all = ~matches.matched[a][:, order] & counted
+        for m in range(M):
+            sel = np.flatnonzero((rank_all < max_dets[m]) & present[cls_all])
+            cls = cls_all[sel]
+            q = np.zeros((T, K, R + 1))
+            rec = np.zeros((T, K))
+            if sel.shape[0]:
+                starts = _segment_starts(cls)
+                lengths = np.diff(np.append(starts, sel.shape[0]))
+                tp = np.cumsum(tps_all[:, sel], axis=1)
+                fp = np.cumsum(fps_all[:, sel], axis=1)
+                tp_before = np.where(starts > 0, tp[:, starts - 1], 0)
+                fp_before = np.where(starts > 0, fp[:, starts - 1], 0)
+                tp = (tp - np.repeat(tp_before, lengths, axis=1)).astype(np.float64)
+                fp = (fp - np.repeat(fp_before, lengths, axis=1)).astype(np.float64)
+                rc = tp / npig[cls]
+                pr = tp / (fp + tp + eps)
+                ends = starts + lengths - 1
+                rec[:, cls[starts]] = rc[:, ends]
+                # block j holds the detections whose recall reaches exactly j thresholds;
+                # precision at threshold r = max over blocks j > r (a suffix max)
+                j = np.searchsorted(rec_thresholds, rc, side="right")
+                key = ((t_idx * K + cls[None, :]) * (R + 1) + j).ravel()
+                bstart = _segment_starts(key)
+                q.ravel()[key[bstart]] = np.maximum.reduceat(pr.ravel(), bstart)
+                q = np.maximum.accumulate(q[:, :, ::-1], axis=2)[:, :, ::-1]
+            prec = q[:, :, 1:]  # (T, K, R)
+            prec[:, ~present] = np.nan
+            rec[:, ~present] = np.nan
+            precision[:, :, :, a, m] = prec.transpose(0, 2, 1)
+            recall[:, :, a, m] = rec
+    return precision, recall
+
+
+# ------------------------------------------------------------------ ranked lists
+
+def precision_recall_at_k(relevance, num_relevant: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Precision and recall at every cutoff of a ranked list.
+
+    Parameters
+    ----------
+    relevance : array-like of bool, shape (n,)
+        Relevance (TP) of each item, best-ranked first.
+    num_relevant : int
+        Number of relevant items in total (> 0).
+
+    Returns
+    -------
+    precision, recall : ndarray of float64, shape (n,)
+        ``P(k) = hits(k) / k`` and ``r(k) = hits(k) / num_relevant``, k = 1..n.
+    """
+    rel = np.asarray(relevance, dtype=bool).ravel()
+    if num_relevant <= 0:
+        raise ValueError(f"Expected `num_relevant` to be a positive integer but got "
+                         f"{num_relevant!r}")
+    hits = np.cumsum(rel).astype(np.float64)
+    k = np.arange(1, rel.shape[0] + 1, dtype=np.float64)
+    return hits / k, hits / float(num_relevant)
+
+
+def average_precision_raw(relevance, num_relevant: int) -> float:
+    """Non-interpolated AP: ``sum_k P(k) * (r(k) - r(k-1))``.
+
+    Relevant items never retrieved contribute 0 (they count in ``num_relevant``).
+    """
+    precision, recall = precision_recall_at_k(relevance, num_relevant)
+    delta = np.diff(np.concatenate(([0.0], recall)))
+    return float(np.sum(precision * delta))
+
+
+def fbeta_score(precision, recall, beta: float = 1.0):
+    """F-beta: ``(1 + beta^2) P R / (beta^2 P + R)``; 0 where ``P = R = 0``."""
+    p = np.asarray(precision, dtype=np.float64)
+    r = np.asarray(recall, dtype=np.float64)
+    b2 = float(beta) ** 2
+    denom = b2 * p + r
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(denom > 0, (1 + b2) * p * r / np.where(denom > 0, denom, 1.0), 0.0)
+    return float(f) if f.ndim == 0 else f

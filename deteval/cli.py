@@ -1,0 +1,165 @@
+"""The ``deteval`` command line. The only module that prints.
+
+Exit status: 0 success, 1 regression found (``compare``), 2 bad input or usage.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import List, Optional
+
+from . import __version__
+from .errors import InputError, expected
+
+__all__ = ["main", "write_json_atomic"]
+
+
+def write_json_atomic(path: str, payload: dict) -> None:
+    """Write JSON to ``path`` via a temporary file and a rename: never half-written."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(expected("--json", "a path in an existing folder", str(target))
+                         + " (no such folder)")
+    fd, tmp = tempfile.mkstemp(prefix=".deteval-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=2, allow_nan=False)
+            fh.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _float_list(text: str, what: str) -> List[float]:
+    try:
+        values = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise InputError(expected(what, "comma-separated numbers such as 0.5,0.75", text)) from None
+    return values
+
+
+def _int_list(text: str, what: str) -> List[int]:
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise InputError(expected(what, "comma-separated integers such as 1,10,100", text)) from None
+
+
+def _area_ranges(text: str) -> dict:
+    ranges = {}
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        try:
+            name, span = item.split("=", 1)
+            lo, hi = span.split(":", 1)
+            ranges[name.strip()] = (float(lo), float(hi))
+        except ValueError:
+            raise InputError(expected("--area-ranges", "NAME=LO:HI,... such as "
+                                      "all=0:1e10,small=0:1024", text)) from None
+    return ranges
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="deteval", description="Exact, fast PASCAL VOC and COCO "
+                                "evaluation of object detections.")
+    p.add_argument("--version", action="version", version=f"deteval {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="{voc,coco,compare}")
+    sub.required = True
+
+    v = sub.add_parser("voc", help="PASCAL VOC evaluation (devkit semantics)",
+                       description="PASCAL VOC evaluation: per-class AP and mAP.")
+    v.add_argument("annotations", metavar="ANNOTATIONS",
+                   help="folder of <image_id>.xml files, or a VOC year folder "
+                        "(Annotations/, ImageSets/Main/)")
+    v.add_argument("detections", metavar="DETECTIONS",
+                   help="folder of per-class files <anything>_<class>.txt")
+    v.add_argument("--imageset", metavar="FILE", help="image-set file, or a split name (test, "
+                   "val) with a year folder; default: every XML file")
+    v.add_argument("--metric", choices=("voc07", "voc12"), default="voc12",
+                   help="voc07: 11-point; voc12: area under the envelope (default)")
+    v.add_argument("--iou", type=float, default=0.5, metavar="T",
+                   help="IoU threshold (default 0.5)")
+    v.add_argument("--compat", choices=("devkit", "detectron2"), default="devkit",
+                   help="devkit: official VOC devkit (default); detectron2: py-faster-rcnn / "
+                        "detectron2 voc_eval")
+    v.add_argument("--classes", metavar="NAME,...", help="only these classes")
+    v.add_argument("--json", metavar="PATH", help="also write the JSON report here")
+
+    c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics, bbox)",
+                       description="COCO bbox evaluation: the 12 standard figures and "
+                                   "per-class figures.")
+    c.add_argument("ground_truth", metavar="GROUND_TRUTH.json")
+    c.add_argument("results", metavar="RESULTS.json")
+    c.add_argument("--iou-thresholds", metavar="T,...",
+                   help="IoU thresholds (default 0.50:0.05:0.95)")
+    c.add_argument("--area-ranges", metavar="NAME=LO:HI,...",
+                   help="area ranges (default all=0:1e10,small=0:1024,medium=1024:9216,"
+                        "large=9216:1e10)")
+    c.add_argument("--max-dets", metavar="N,...", default="1,10,100",
+                   help="max detections per image and class (default 1,10,100)")
+    c.add_argument("--json", metavar="PATH", help="also write the JSON report here")
+
+    k = sub.add_parser("compare", help="regression gate between two JSON reports",
+                       description="Compare two reports; exit 1 if a figure dropped by more "
+                                   "than --max-drop.")
+    k.add_argument("baseline", metavar="BASELINE.json")
+    k.add_argument("candidate", metavar="CANDIDATE.json")
+    k.add_argument("--max-drop", type=float, default=0.0, metavar="D",
+                   help="largest allowed absolute drop (default 0)")
+    k.add_argument("--metrics", metavar="NAME,...",
+                   help="figures to check (default: mAP for VOC, every stat for COCO)")
+    k.add_argument("--per-class", action="store_true", help="also compare every class")
+    return p
+
+
+def _run(args) -> int:
+    if args.command == "voc":
+        from .evaluate import evaluate_voc
+        classes = None
+        if args.classes is not None:
+            classes = [c.strip() for c in args.classes.split(",")]
+        report = evaluate_voc(args.annotations, args.detections, imageset=args.imageset,
+                              metric=args.metric, iou_threshold=args.iou, compat=args.compat,
+                              classes=classes)
+    elif args.command == "coco":
+        from .evaluate import evaluate_coco
+        thr = _float_list(args.iou_thresholds, "--iou-thresholds") if args.iou_thresholds else None
+        areas = _area_ranges(args.area_ranges) if args.area_ranges else None
+        report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
+                               area_ranges=areas, max_dets=_int_list(args.max_dets, "--max-dets"))
+    else:
+        from .compare import compare_files
+        result = compare_files(args.baseline, args.candidate, max_drop=args.max_drop,
+                               metrics=args.metrics.split(",") if args.metrics else None,
+                               per_class=args.per_class)
+        print(result.format_table())
+        return 0 if result.passed else 1
+    if args.json:
+        write_json_atomic(args.json, report.to_dict())
+    print(report.format_table())
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of the ``deteval`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except InputError as exc:
+        print(f"deteval: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("deteval: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,344 @@
+"""PASCAL VOC loaders: XML annotations, image sets and per-class detection files.
+
+Annotation files are untrusted input: the parser never resolves entities, never
+loads a DTD and never touches the network; a document with a ``<!DOCTYPE`` is
+refused outright (VOC annotations have none), which also stops entity bombs.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from lxml import etree
+
+from ..errors import InputError, expected
+from ..tables import Detections, GroundTruth
+
+__all__ = ["load_voc_annotations", "load_voc_detections", "read_imageset",
+           "resolve_voc_layout"]
+
+PathLike = Union[str, os.PathLike]
+
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
+                          dtd_validation=False, huge_tree=False, remove_comments=True)
+_COORDS = ("xmin", "ymin", "xmax", "ymax")
+
+
+def resolve_voc_layout(annotations: PathLike, imageset: Optional[PathLike] = None
+                       ) -> Tuple[Path, Optional[Path]]:
+    """Find the XML folder and the image-set file.
+
+    ``annotations`` is a folder of ``<image_id>.xml`` files or a VOC year folder
+    (``VOCdevkit/VOC2007``) holding ``Annotations/`` and ``ImageSets/Main/``.
+    ``imageset`` is a file path, or with a year folder a split name (``test``).
+    """
+    root = Path(annotations)
+    if not root.is_dir():
+        raise InputError(expected("ANNOTATIONS", "a folder of VOC XML files or a VOC year "
+                                  "folder", str(root)) + " (no such folder)", root)
+    xml_dir = root / "Annotations" if (root / "Annotations").is_dir() else root
+    if imageset is None:
+        return xml_dir, None
+    candidate = Path(imageset)
+    if candidate.is_file():
+        return xml_dir, candidate
+    if xml_dir is not root and os.sep not in str(imageset) and "/" not in str(imageset):
+        split = root / "ImageSets" / "Main" / (str(imageset) + ".txt")
+        if split.is_file():
+            return xml_dir, split
+        raise InputError(expected("--imageset", "an image-set file or a split name under "
+                                  "ImageSets/Main/", str(imageset))
+                         + f" (no file {split})", root)
+    raise InputError(expected("--imageset", "an existing image-set file", str(imageset))
+                     + " (no such file)", candidate)
+
+
+def read_imageset(path: PathLike) -> List[str]:
+    """Image ids of an image-set file: the first token of each non-blank line.
+
+    Raises :class:`InputError` on a duplicated id (the devkit would silently count
+    its ground truth twice) or on a file that is not text.
+    """
+    path = Path(path)
+    data = _read_text_bytes(path)
+    ids: List[str] = []
+    first_line: Dict[str, int] = {}
+    for lineno, line in enumerate(data.splitlines(), 1):
+        fields = line.split()
+        if not fields:
+            continue
+        image_id = fields[0].decode("utf-8", "replace")
+        if image_id in first_line:
+            raise InputError(f"Expected each image id once but got {image_id!r} again "
+                             f"(first on line {first_line[image_id]})", path, f"line {lineno}")
+        first_line[image_id] = lineno
+        ids.append(image_id)
+    return ids
+
+
+def _read_text_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise InputError(expected("file", "a text file", "a folder"), path) from None
+    except OSError as exc:
+        raise InputError(f"Expected a readable file but got: {exc.strerror}", path) from None
+    if b"\x00" in data:
+        raise InputError("Expected a text file but got binary data (NUL bytes)", path)
+    return data
+
+
+def _parse_xml(path: Path) -> "etree._Element":
+    data = _read_text_bytes(path)
+    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+        raise InputError("Expected a VOC annotation without DTD or entity declarations but "
+                         "got a <!DOCTYPE>/<!ENTITY> (refused: untrusted XML)", path)
+    try:
+        root = etree.fromstring(data, _PARSER)
+    except etree.XMLSyntaxError as exc:
+        line = getattr(exc, "lineno", None) or (exc.position[0] if exc.position else None)
+        msg = exc.msg if hasattr(exc, "msg") else str(exc)
+        raise InputError(f"Expected well-formed XML but got a syntax error: {msg}", path,
+                         f"line {line}" if line else None) from None
+    except ValueError as exc:
+        raise InputError(f"Expected well-formed XML but got: {exc}", path) from None
+    if root is None:
+        raise InputError("Expected an <annotation> document but got an empty document", path)
+    if root.tag != "annotation":
+        raise InputError(expected("root element", "<annotation>", f"<{root.tag}>"), path,
+                         f"line {root.sourceline}")
+    return root
+
+
+def _number(text: Optional[str], what: str, path: Path, elem) -> float:
+    if text is None:
+        raise InputError(f"Expected a <{what}> element with a number but got none", path,
+                         f"line {elem.sourceline}")
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(expected(what, "a number", text.strip()), path,
+                         f"line {elem.sourceline}") from None
+    if not np.isfinite(value):
+        raise InputError(expected(what, "a finite number", text.strip()), path,
+                         f"line {elem.sourceline}")
+    return value
+
+
+def _read_objects(path: Path):
+    """(names, boxes, difficult) of one annotation file, in file order."""
+    root = _parse_xml(path)
+    names: List[str] = []
+    boxes: List[Tuple[float, float, float, float]] = []
+    difficult: List[bool] = []
+    for obj in root.iterchildren("object"):
+        name = obj.findtext("name")
+        if name is None or not name.strip():
+            raise InputError("Expected a non-empty <name> in <object> but got none", path,
+                             f"line {obj.sourceline}")
+        bnd = obj.find("bndbox")
+        if bnd is None:
+            raise InputError(f"Expected a <bndbox> in <object> ({name.strip()}) but got none",
+                             path, f"line {obj.sourceline}")
+        x1, y1, x2, y2 = (_number(bnd.findtext(c), c, path, bnd) for c in _COORDS)
+        if x2 < x1 or y2 < y1:
+            raise InputError(f"Expected xmin <= xmax and ymin <= ymax but got "
+                             f"({x1:g}, {y1:g}, {x2:g}, {y2:g})", path,
+                             f"line {bnd.sourceline}")
+        d = obj.findtext("difficult")
+        names.append(name.strip())
+        boxes.append((x1, y1, x2, y2))
+        # devkit: difficult iff the trimmed text is exactly "1"; missing or empty -> False
+        difficult.append(d is not None and d.strip() == "1")
+    return names, boxes, difficult
+
+
+def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = None,
+                         classes: Optional[Sequence[str]] = None) -> GroundTruth:
+    """Load VOC XML annotations into a :class:`~deteval.tables.GroundTruth` table.
+
+    Parameters
+    ----------
+    annotations : path
+        A folder of ``<image_id>.xml`` files, or a VOC year folder.
+    imageset : path or str, optional
+        Image-set file, or a split name under ``ImageSets/Main/``. Default: every
+        XML file of the folder, in sorted order.
+    classes : sequence of str, optional
+        Classes to evaluate. Default: every class that occurs in the ground truth.
+
+    Returns
+    -------
+    GroundTruth
+        ``boxes`` in ``"xyxy_pixel"`` format (1-based inclusive pixel corners,
+        used as written); ``image_ids`` in image-set order; ``class_names`` sorted.
+    """
+    xml_dir, set_path = resolve_voc_layout(annotations, imageset)
+    if set_path is None:
+        image_ids = sorted(p.name[:-4] for p in xml_dir.iterdir()
+                           if p.name.endswith(".xml") and p.is_file())
+        if not image_ids:
+            raise InputError(expected("ANNOTATIONS", "a folder holding <image_id>.xml files",
+                                      "no .xml file"), xml_dir)
+    else:
+        image_ids = read_imageset(set_path)
+        if not image_ids:
+            raise InputError("Expected at least one image id but got an empty image set",
+                             set_path)
+        missing = [i for i in image_ids if not (xml_dir / f"{i}.xml").is_file()]
+        if missing:
+            raise InputError(f"Expected an annotation file for every image id but "
+                             f"{len(missing)} have none, e.g. {missing[0]!r} "
+                             f"(no {xml_dir / (missing[0] + '.xml')})", set_path)
+
+    all_names: List[str] = []
+    all_boxes: List[Tuple[float, float, float, float]] = []
+    all_difficult: List[bool] = []
+    counts = np.zeros(len(image_ids), dtype=np.int64)
+    for i, image_id in enumerate(image_ids):
+        names, boxes, difficult = _read_objects(xml_dir / f"{image_id}.xml")
+        counts[i] = len(names)
+        all_names += names
+        all_boxes += boxes
+        all_difficult += difficult
+
+    present = sorted(set(all_names))
+    if classes is None:
+        class_names = tuple(present)
+    else:
+        class_names = tuple(sorted(set(classes)))
+    lookup = {name: k for k, name in enumerate(class_names)}
+    class_idx = np.array([lookup.get(n, -1) for n in all_names], dtype=np.int64)
+    image_idx = np.repeat(np.arange(len(image_ids), dtype=np.int64), counts)
+    boxes = np.asarray(all_boxes, dtype=np.float64).reshape(-1, 4)
+    difficult = np.asarray(all_difficult, dtype=bool)
+    keep = class_idx >= 0
+    boxes = boxes[keep]
+    area = (boxes[:, 2] - boxes[:, 0] + 1) * (boxes[:, 3] - boxes[:, 1] + 1)
+    return GroundTruth(
+        image_idx=image_idx[keep], class_idx=class_idx[keep], boxes=boxes,
+        difficult=difficult[keep], crowd=np.zeros(int(keep.sum()), dtype=bool), area=area,
+        image_ids=np.array(image_ids, dtype=object), class_names=class_names,
+        box_format="xyxy_pixel",
+        sources={"annotations": str(xml_dir), "imageset": None if set_path is None else
+                 str(set_path), "classes_in_files": present})
+
+
+def find_detection_files(detections: PathLike, class_names: Sequence[str]
+                         ) -> Tuple[Dict[str, Path], List[str]]:
+    """Map each class to its ``<anything>_<class>.txt`` file in ``detections``.
+
+    Returns the mapping and the names of ``.txt`` files that belong to no class
+    being evaluated.
+    """
+    folder = Path(detections)
+    if not folder.is_dir():
+        raise InputError(expected("DETECTIONS", "a folder of per-class result files "
+                                  "<anything>_<class>.txt", str(folder)) + " (no such folder)",
+                         folder)
+    by_length = sorted(class_names, key=len, reverse=True)
+    found: Dict[str, Path] = {}
+    unused: List[str] = []
+    for path in sorted(folder.iterdir()):
+        if not path.name.endswith(".txt") or not path.is_file():
+            continue
+        stem = path.name[:-4]
+        cls = next((c for c in by_length if stem.endswith("_" + c) or stem == c), None)
+        if cls is None:
+            unused.append(path.name)
+            continue
+        if cls in found:
+            raise InputError(f"Expected one result file per class but class {cls!r} has two: "
+                             f"{found[cls].name} and {path.name}", folder)
+        found[cls] = path
+    return found, unused
+
+
+def _parse_detection_file(path: Path):
+    """Columns of one ``<image_id> <score> <x1> <y1> <x2> <y2>`` file, in line order.
+
+    Returns ``(image_ids, values, line_numbers)`` where ``image_ids`` is a list of
+    str, ``values`` float64 (N, 5): score, x1, y1, x2, y2.
+    """
+    data = _read_text_bytes(path)
+    lines = data.splitlines()
+    tokens = data.split()
+    fields = [len(line.split()) for line in lines]
+    if len(tokens) != 6 * sum(1 for f in fields if f) or any(f not in (0, 6) for f in fields):
+        bad = next(i for i, f in enumerate(fields) if f not in (0, 6))
+        raise InputError(f"Expected 6 fields `<image_id> <score> <xmin> <ymin> <xmax> <ymax>` "
+                         f"but got {fields[bad]}: {lines[bad][:80].decode('utf-8', 'replace')!r}",
+                         path, f"line {bad + 1}")
+    line_numbers = np.flatnonzero(np.array(fields, dtype=np.int64)) + 1
+    ids = [t.decode("utf-8", "replace") for t in tokens[0::6]]
+    try:
+        values = np.array([tokens[1::6], tokens[2::6], tokens[3::6], tokens[4::6],
+                           tokens[5::6]], dtype=np.float64).T.reshape(-1, 5)
+    except ValueError:
+        names = ("score", "xmin", "ymin", "xmax", "ymax")
+        for row, lineno in enumerate(line_numbers):
+            for col in range(5):
+                tok = tokens[6 * row + 1 + col]
+                try:
+                    float(tok)
+                except ValueError:
+                    raise InputError(expected(names[col], "a number", tok), path,
+                                     f"line {lineno}") from None
+        raise
+    finite = np.isfinite(values)
+    if not finite.all():
+        row, col = np.argwhere(~finite)[0]
+        names = ("score", "xmin", "ymin", "xmax", "ymax")
+        raise InputError(expected(names[col], "a finite number", tokens[6 * row + 1 + col]),
+                         path, f"line {line_numbers[row]}")
+    bad = (values[:, 3] < values[:, 1]) | (values[:, 4] < values[:, 2])
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(f"Expected xmin <= xmax and ymin <= ymax but got "
+                         f"{tuple(float(v) for v in values[row, 1:])}", path,
+                         f"line {line_numbers[row]}")
+    return ids, values, line_numbers
+
+
+def load_voc_detections(detections: PathLike, gt: GroundTruth) -> Detections:
+    """Load the per-class detection files of ``gt.class_names`` from a folder.
+
+    A class with no file has no detections (its AP is 0 when it has ground truth);
+    ``sources["missing_files"]`` lists such classes. A detection for an image that
+    is not in ``gt.image_ids`` is an error naming the file and line.
+    """
+    files, unused = find_detection_files(detections, gt.class_names)
+    index = {image_id: i for i, image_id in enumerate(gt.image_ids)}
+    parts_img, parts_cls, parts_val, parts_order = [], [], [], []
+    offset = 0
+    for k, cls in enumerate(gt.class_names):
+        path = files.get(cls)
+        if path is None:
+            continue
+        ids, values, line_numbers = _parse_detection_file(path)
+        img = np.fromiter((index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        if (img < 0).any():
+            row = int(np.flatnonzero(img < 0)[0])
+            raise InputError(f"Expected image ids of the image set but got {ids[row]!r}, "
+                             f"which is not in it", path, f"line {line_numbers[row]}")
+        parts_img.append(img)
+        parts_cls.append(np.full(len(ids), k, dtype=np.int64))
+        parts_val.append(values)
+        parts_order.append(offset + np.arange(len(ids), dtype=np.int64))
+        offset += len(ids)
+    if parts_val:
+        values = np.concatenate(parts_val)
+        image_idx, class_idx = np.concatenate(parts_img), np.concatenate(parts_cls)
+        order = np.concatenate(parts_order)
+    else:
+        values = np.zeros((0, 5))
+        image_idx = class_idx = order = np.zeros(0, dtype=np.int64)
+    return Detections(
+        image_idx=image_idx, class_idx=class_idx, boxes=np.ascontiguousarray(values[:, 1:]),
+        scores=np.ascontiguousarray(values[:, 0]), order=order,
+        sources={"detections": str(detections),
+                 "files": {c: str(p) for c, p in files.items()},
+                 "missing_files": [c for c in gt.class_names if c not in files],
+                 "unused_files": unused})

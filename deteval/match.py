@@ -1,0 +1,410 @@
+"""Matching engine: tables in, per-detection match records out.
+
+One engine, two rule sets:
+
+* :func:`match_voc`: PASCAL VOC (devkit, or py-faster-rcnn/detectron2 compat):
+  the best GT over *all* GT of the class in the image; a claimed best GT makes
+  the detection a duplicate (FP); a difficult best GT makes it ignored.
+* :func:`match_coco`: pycocotools ``COCOeval`` (bbox): the best *unmatched* GT,
+  non-ignored GT preferred, crowd regions matchable many times, per area range
+  and IoU threshold, detections cut to ``max_dets`` per image and class.
+
+Both build the (detection, GT) candidate pairs of each (image, class) group with
+array operations (no Python loop per group or per detection). The COCO walk is
+sequential only within a group, so it steps through detection *rank* with all
+groups at once: at most ``max(max_dets)`` vectorised steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from .tables import Detections, GroundTruth
+
+__all__ = ["candidate_pairs", "iou_voc", "iou_coco", "VocMatches", "CocoMatches",
+           "match_voc", "match_coco", "group_rank"]
+
+TP, FP, IGNORED = 1, 0, -1
+
+
+def candidate_pairs(det_group: np.ndarray, gt_group: np.ndarray
+                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All (detection, GT) pairs that share a group.
+
+    Parameters
+    ----------
+    det_group : ndarray of int64, shape (N,)
+        Group key of each detection (e.g. ``image_idx * K + class_idx``).
+    gt_group : ndarray of int64, shape (G,)
+        Group key of each GT.
+
+    Returns
+    -------
+    pair_det : ndarray of int64, shape (P,)
+        Detection row of each pair; pairs are ordered by detection row.
+    pair_gt : ndarray of int64, shape (P,)
+        GT row of each pair; within one detection, in GT row order.
+    gt_order : ndarray of int64, shape (G,)
+        The stable sort of GT rows by group (used to build the pairs).
+    """
+    gt_order = np.argsort(gt_group, kind="stable")
+    sorted_groups = gt_group[gt_order]
+    start = np.searchsorted(sorted_groups, det_group, side="left")
+    stop = np.searchsorted(sorted_groups, det_group, side="right")
+    count = stop - start
+    pair_det = np.repeat(np.arange(det_group.shape[0], dtype=np.int64), count)
+    first = np.cumsum(count) - count
+    within = np.arange(pair_det.shape[0], dtype=np.int64) - first[pair_det]
+    pair_gt = gt_order[start[pair_det] + within]
+    return pair_det, pair_gt, gt_order
+
+
+def iou_voc(det_xyxy: np.ndarray, gt_xyxy: np.ndarray) -> np.ndarray:
+    """IoU of paired boxes with the VOC devkit's +1 pixel convention.
+
+    ``iw = min(x2, gx2) - max(x1, gx1) + 1`` (``ih`` likewise);
+    ``union = (x2-x1+1)(y2-y1+1) + (gx2-gx1+1)(gy2-gy1+1) - iw*ih``.
+    Pairs with ``iw <= 0`` or ``ih <= 0`` get ``-inf`` (the devkit skips them).
+
+    Parameters
+    ----------
+    det_xyxy, gt_xyxy : ndarray of float64, shape (P, 4)
+
+    Returns
+    -------
+    ndarray of float64, shape (P,)
+    """
+    d, g = det_xyxy, gt_xyxy
+    iw = np.minimum(d[:, 2], g[:, 2]) - np.maximum(d[:, 0], g[:, 0]) + 1.0
+    ih = np.minimum(d[:, 3], g[:, 3]) - np.maximum(d[:, 1], g[:, 1]) + 1.0
+    inter = iw * ih
+    union = ((d[:, 2] - d[:, 0] + 1.0) * (d[:, 3] - d[:, 1] + 1.0)
+             + (g[:, 2] - g[:, 0] + 1.0) * (g[:, 3] - g[:, 1] + 1.0) - inter)
+    valid = (iw > 0) & (ih > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(valid, inter / np.where(valid, union, 1.0), -np.inf)
+
+
+def iou_coco(det_xywh: np.ndarray, gt_xywh: np.ndarray, gt_crowd: np.ndarray) -> np.ndarray:
+    """IoU of paired ``[x, y, w, h]`` boxes exactly as pycocotools' ``bbIou``.
+
+    ``iw = min(dx+dw, gx+gw) - max(dx, gx)`` (``ih`` likewise), 0 if either is
+    ``<= 0``; ``union = dw*dh + gw*gh - iw*ih``, or ``dw*dh`` for a crowd GT.
+
+    Parameters
+    ----------
+    det_xywh, gt_xywh : ndarray of float64, shape (P, 4)
+    gt_crowd : ndarray of bool, shape (P,)
+
+    Returns
+    -------
+    ndarray of float64, shape (P,)
+    """
+    d, g = det_xywh, gt_xywh
+    iw = np.minimum(d[:, 2] + d[:, 0], g[:, 2] + g[:, 0]) - np.maximum(d[:, 0], g[:, 0])
+    ih = np.minimum(d[:, 3] + d[:, 1], g[:, 3] + g[:, 1]) - np.maximum(d[:, 1], g[:, 1])
+    inter = iw * ih
+    det_area = d[:, 2] * d[:, 3]
+    union = np.where(gt_crowd, det_area, det_area + g[:, 2] * g[:, 3] - inter)
+    valid = (iw > 0) & (ih > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(valid, inter / np.where(valid, union, 1.0), 0.0)
+
+
+def group_rank(group: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Rank of each row within its group, rows ranked by ``order``.
+
+    Parameters
+    ----------
+    group : ndarray of int64, shape (N,)
+    order : ndarray of int64, shape (N,)
+        A permutation of ``arange(N)`` that sorts rows by (group, ...).
+
+    Returns
+    -------
+    ndarray of int64, shape (N,): 0 for the first row of each group in ``order``.
+    """
+    n = group.shape[0]
+    rank = np.empty(n, dtype=np.int64)
+    if n == 0:
+        return rank
+    g = group[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(g[1:], g[:-1], out=new[1:])
+    start = np.flatnonzero(new)
+    pos = np.arange(n, dtype=np.int64)
+    rank[order] = pos - np.repeat(start, np.diff(np.append(start, n)))
+    return rank
+
+
+# ----------------------------------------------------------------------------- VOC
+
+@dataclass(frozen=True)
+class VocMatches:
+    """Per-detection VOC match records; concatenable across shards.
+
+    Attributes
+    ----------
+    class_idx : ndarray of int64, shape (N,)
+    scores : ndarray of float64, shape (N,)
+    tie_key : ndarray of int64, shape (N,)
+        Order among equal scores (file position for the devkit, the position in
+        ``np.argsort(-score)`` for detectron2 compat).
+    outcome : ndarray of int8, shape (N,)
+        1 true positive, 0 false positive, -1 ignored (best GT difficult).
+    num_gt : ndarray of int64, shape (K,)
+        Non-difficult GT per class (``npos``).
+    num_difficult : ndarray of int64, shape (K,)
+    """
+
+    class_idx: np.ndarray
+    scores: np.ndarray
+    tie_key: np.ndarray
+    outcome: np.ndarray
+    num_gt: np.ndarray
+    num_difficult: np.ndarray
+
+    @staticmethod
+    def concatenate(parts: Sequence["VocMatches"]) -> "VocMatches":
+        """Merge shards (tie keys must already be global)."""
+        return VocMatches(
+            class_idx=np.concatenate([p.class_idx for p in parts]),
+            scores=np.concatenate([p.scores for p in parts]),
+            tie_key=np.concatenate([p.tie_key for p in parts]),
+            outcome=np.concatenate([p.outcome for p in parts]),
+            num_gt=np.sum([p.num_gt for p in parts], axis=0),
+            num_difficult=np.sum([p.num_difficult for p in parts], axis=0))
+
+
+def _segment_starts(keys: np.ndarray) -> np.ndarray:
+    """Start positions of runs of equal values in a sorted key array."""
+    if keys.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    new = np.empty(keys.shape[0], dtype=bool)
+    new[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
+def voc_order(det: Detections, compat: str = "devkit") -> np.ndarray:
+    """Position of each detection in its class's ranked list (0 = highest score).
+
+    devkit: stable sort by decreasing score, ties in file order.
+    detectron2: ``np.argsort(-confidence)`` (numpy's default sort) over the class's
+    detections in file order, as py-faster-rcnn's ``voc_eval`` does.
+    """
+    n = len(det)
+    tie_key = np.empty(n, dtype=np.int64)
+    if compat == "devkit":
+        order = np.lexsort((det.order, -det.scores, det.class_idx))
+        tie_key[order] = np.arange(n, dtype=np.int64)
+        return tie_key
+    # detectron2: one argsort per class over that class's file order (a loop over
+    # classes, not over (image, class) groups)
+    by_class = np.lexsort((det.order, det.class_idx))
+    cls_sorted = det.class_idx[by_class]
+    bounds = np.searchsorted(cls_sorted, np.arange(cls_sorted.max() + 2 if n else 1))
+    for k in range(len(bounds) - 1):
+        rows = by_class[bounds[k]:bounds[k + 1]]
+        if rows.shape[0]:
+            tie_key[rows[np.argsort(-det.scores[rows])]] = bounds[k] + np.arange(rows.shape[0])
+    return tie_key
+
+
+def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
+              compat: str = "devkit") -> VocMatches:
+    """Match detections to ground truth with the PASCAL VOC rules.
+
+    For each detection, the best GT is the one of highest IoU (+1 convention) over
+    *all* GT of its class in its image (strict ``>``: the first in file order wins
+    ties). If ``best_iou >= iou_threshold`` (``>`` under ``compat="detectron2"``):
+    a difficult best GT makes the detection ignored; otherwise it is a TP if it is
+    the highest-ranked detection with that best GT, else an FP (duplicate, no
+    fallback to another GT). Below the threshold or with no GT: FP.
+
+    Returns
+    -------
+    VocMatches
+    """
+    K = gt.num_classes
+    n = len(det)
+    tie_key = voc_order(det, compat)
+    det_group = det.image_idx * K + det.class_idx
+    gt_group = gt.image_idx * K + gt.class_idx
+    pair_det, pair_gt, _ = candidate_pairs(det_group, gt_group)
+    ov = iou_voc(det.boxes[pair_det], gt.boxes[pair_gt])
+
+    best_iou = np.full(n, -np.inf)
+    best_gt = np.full(n, -1, dtype=np.int64)
+    if pair_det.shape[0]:
+        starts = _segment_starts(pair_det)
+        dets = pair_det[starts]
+        seg_max = np.maximum.reduceat(ov, starts)
+        is_max = ov == np.repeat(seg_max, np.diff(np.append(starts, ov.shape[0])))
+        pos = np.where(is_max, np.arange(ov.shape[0]), ov.shape[0])
+        first = np.minimum.reduceat(pos, starts)  # first GT in file order wins ties
+        best_iou[dets] = seg_max
+        best_gt[dets] = np.where(np.isfinite(seg_max), pair_gt[first], -1)
+
+    hit = best_iou >= iou_threshold if compat == "devkit" else best_iou > iou_threshold
+    hit &= best_gt >= 0
+    outcome = np.zeros(n, dtype=np.int8)
+    hit_difficult = hit & gt.difficult[np.maximum(best_gt, 0)]
+    outcome[hit_difficult] = IGNORED
+    claim = np.flatnonzero(hit & ~hit_difficult)
+    if claim.shape[0]:
+        # the first claim of each GT in ranked order is the TP; later claims are FP
+        by_gt = claim[np.lexsort((tie_key[claim], best_gt[claim]))]
+        first_claim = np.ones(by_gt.shape[0], dtype=bool)
+        first_claim[1:] = best_gt[by_gt[1:]] != best_gt[by_gt[:-1]]
+        outcome[by_gt[first_claim]] = TP
+
+    num_gt = np.bincount(gt.class_idx[~gt.difficult], minlength=K).astype(np.int64)
+    num_difficult = np.bincount(gt.class_idx[gt.difficult], minlength=K).astype(np.int64)
+    return VocMatches(class_idx=det.class_idx.copy(), scores=det.scores.copy(),
+                      tie_key=tie_key, outcome=outcome, num_gt=num_gt,
+                      num_difficult=num_difficult)
+
+
+# ---------------------------------------------------------------------------- COCO
+
+@dataclass(frozen=True)
+class CocoMatches:
+    """Per-detection COCO match records; concatenable across shards.
+
+    Only detections within the ``max(max_dets)`` highest-scored of their
+    (image, class) group are kept, as pycocotools does.
+
+    Attributes
+    ----------
+    class_idx : ndarray of int64, shape (N,)
+    scores : ndarray of float64, shape (N,)
+    image_key : ndarray of int64, shape (N,)
+        Sort key of the detection's image: images are accumulated in ascending
+        image-id order.
+    rank : ndarray of int64, shape (N,)
+        Position within its (image, class) group in score order (ties: file order).
+    matched : ndarray of bool, shape (A, T, N)
+        Matched at area range ``a`` and IoU threshold ``t``.
+    ignored : ndarray of bool, shape (A, T, N)
+        Matched to an ignored GT, or unmatched and outside the area range.
+    num_gt : ndarray of int64, shape (K, A)
+        Non-ignored GT per class and area range (``npig``).
+    """
+
+    class_idx: np.ndarray
+    scores: np.ndarray
+    image_key: np.ndarray
+    rank: np.ndarray
+    matched: np.ndarray
+    ignored: np.ndarray
+    num_gt: np.ndarray
+
+    @staticmethod
+    def concatenate(parts: Sequence["CocoMatches"]) -> "CocoMatches":
+        """Merge shards that share class and image-key tables."""
+        return CocoMatches(
+            class_idx=np.concatenate([p.class_idx for p in parts]),
+            scores=np.concatenate([p.scores for p in parts]),
+            image_key=np.concatenate([p.image_key for p in parts]),
+            rank=np.concatenate([p.rank for p in parts]),
+            matched=np.concatenate([p.matched for p in parts], axis=2),
+            ignored=np.concatenate([p.ignored for p in parts], axis=2),
+            num_gt=np.sum([p.num_gt for p in parts], axis=0))
+
+
+_NOT_IGNORED_BONUS = np.int64(1) << np.int64(62)  # above every IoU's float64 bit pattern
+
+
+def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
+               area_ranges: np.ndarray, max_det: int,
+               image_key: Optional[np.ndarray] = None) -> CocoMatches:
+    """Match detections to ground truth with pycocotools' ``evaluateImg`` rules.
+
+    Parameters
+    ----------
+    gt, det : GroundTruth, Detections
+        ``box_format="xywh"``; ``gt.area`` is the annotation's ``area`` field.
+    iou_thresholds : ndarray of float64, shape (T,)
+    area_ranges : ndarray of float64, shape (A, 2)
+        Inclusive ``[lo, hi]``: a GT is ignored if crowd or ``area < lo or area > hi``.
+    max_det : int
+        Detections kept per (image, class) group, highest scores first.
+    image_key : ndarray of int64, shape (I,), optional
+        Accumulation order of the images; default ascending ``gt.image_ids``.
+
+    Notes
+    -----
+    For each threshold ``t`` and each detection in score order, the match is the
+    available GT (not yet matched at ``t``, or crowd) with ``iou >= min(t, 1-1e-10)``
+    and the highest IoU, non-ignored GT first; among equal IoUs the later GT in
+    file order wins. The walk is sequential within a group only, so the loop runs
+    over detection rank with every group at once.
+    """
+    K = gt.num_classes
+    A, T = area_ranges.shape[0], iou_thresholds.shape[0]
+    if image_key is None:
+        image_key = np.argsort(np.argsort(gt.image_ids, kind="stable"), kind="stable")
+    det_group = det.image_idx * K + det.class_idx
+    by_score = np.lexsort((det.order, -det.scores, det_group))
+    rank = group_rank(det_group, by_score)
+    kept = np.flatnonzero(rank < max_det)
+    # step order: rank first, so the pairs of one rank are contiguous
+    kept = kept[np.lexsort((det_group[kept], rank[kept]))]
+    k_rank = rank[kept]
+    n = kept.shape[0]
+
+    gt_group = gt.image_idx * K + gt.class_idx
+    pair_det, pair_gt, _ = candidate_pairs(det_group[kept], gt_group)
+    iou = iou_coco(det.boxes[kept[pair_det]], gt.boxes[pair_gt], gt.crowd[pair_gt])
+    lowest = min(min(float(t), 1 - 1e-10) for t in iou_thresholds) if T else 1.0
+    useful = iou >= lowest
+    pair_det, pair_gt, iou = pair_det[useful], pair_gt[useful], iou[useful]
+
+    lo, hi = area_ranges[:, 0:1], area_ranges[:, 1:2]
+    gt_ignored = gt.crowd[None, :] | (gt.area[None, :] < lo) | (gt.area[None, :] > hi)  # (A, G)
+    det_area = det.boxes[kept, 2] * det.boxes[kept, 3]
+    det_outside = (det_area[None, :] < lo) | (det_area[None, :] > hi)  # (A, N)
+
+    AT = A * T
+    thr = np.tile(np.minimum(iou_thresholds, 1 - 1e-10), A)[:, None]  # (AT, 1)
+    gt_taken = np.zeros((AT, len(gt)), dtype=bool)
+    matched = np.zeros((AT, n), dtype=bool)
+    ignored = np.zeros((AT, n), dtype=bool)
+    if pair_det.shape[0]:
+        pair_rank = k_rank[pair_det]
+        bounds = np.searchsorted(pair_rank, np.arange(pair_rank[-1] + 2))
+        iou_bits = iou.view(np.int64)
+        crowd = gt.crowd[pair_gt]
+        for r in range(len(bounds) - 1):
+            s, e = bounds[r], bounds[r + 1]
+            if s == e:
+                continue
+            pg, pd = pair_gt[s:e], pair_det[s:e]
+            ign = np.repeat(gt_ignored[:, pg], T, axis=0)  # (AT, P)
+            elig = (~gt_taken[:, pg] | crowd[s:e]) & (iou[s:e] >= thr)
+            key = np.where(elig, iou_bits[s:e] + np.where(ign, 0, _NOT_IGNORED_BONUS), -1)
+            starts = _segment_starts(pd)
+            lengths = np.diff(np.append(starts, e - s))
+            best = np.maximum.reduceat(key, starts, axis=1)  # (AT, S)
+            is_best = (key == np.repeat(best, lengths, axis=1)) & (key >= 0)
+            cols = np.where(is_best, np.arange(e - s), -1)
+            last = np.maximum.reduceat(cols, starts, axis=1)  # later GT wins ties
+            at, seg = np.nonzero(last >= 0)
+            chosen = last[at, seg]
+            gt_taken[at, pg[chosen]] = True
+            d = pd[starts[seg]]
+            matched[at, d] = True
+            ignored[at, d] = best[at, seg] < _NOT_IGNORED_BONUS
+    matched = matched.reshape(A, T, n)
+    ignored = ignored.reshape(A, T, n) | (~matched & det_outside[:, None, :])
+
+    num_gt = np.zeros((K, A), dtype=np.int64)
+    for a in range(A):
+        num_gt[:, a] = np.bincount(gt.class_idx[~gt_ignored[a]], minlength=K)
+    return CocoMatches(class_idx=det.class_idx[kept], scores=det.scores[kept],
+                       image_key=image_key[det.image_idx[kept]], rank=k_rank,
+                       matched=matched, ignored=ignored, num_gt=num_gt)

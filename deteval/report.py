@@ -1,0 +1,275 @@
+"""Reports: what a person reads (tables) and what a program reads (JSON dicts).
+
+Nothing here prints; the CLI does. Undefined values are ``None`` in dicts
+(``null`` in JSON) and ``-`` in tables, each with a reason.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import __version__
+from .ap import coco_accumulate, voc_average_precision, voc_curves
+from .match import CocoMatches, VocMatches
+from .tables import GroundTruth
+
+__all__ = ["VocClassResult", "VocReport", "CocoReport", "build_voc_report",
+           "build_coco_report", "coco_stat_specs", "ground_truth_fingerprint"]
+
+
+def _num(x) -> Optional[float]:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def ground_truth_fingerprint(gt: GroundTruth) -> str:
+    """SHA-256 of the ground truth's content (ids, classes, boxes, flags), not its paths.
+
+    Two reports are comparable only when they were computed on the same ground truth.
+    """
+    h = hashlib.sha256()
+    h.update(repr([str(i) for i in gt.image_ids]).encode())
+    h.update(repr(list(gt.class_names)).encode())
+    if gt.class_ids is not None:
+        h.update(np.ascontiguousarray(gt.class_ids, dtype=np.int64).tobytes())
+    for arr, dtype in ((gt.image_idx, np.int64), (gt.class_idx, np.int64),
+                       (gt.boxes, np.float64), (gt.difficult, bool), (gt.crowd, bool),
+                       (gt.area, np.float64)):
+        h.update(np.ascontiguousarray(arr, dtype=dtype).tobytes())
+    return "sha256:" + h.hexdigest()
+
+
+# ----------------------------------------------------------------------------- VOC
+
+@dataclass(frozen=True)
+class VocClassResult:
+    name: str
+    ap: Optional[float]
+    num_gt: int
+    num_difficult: int
+    num_detections: int
+    tp: int
+    fp: int
+    note: Optional[str] = None
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "ap": _num(self.ap), "num_gt": self.num_gt,
+             "num_difficult": self.num_difficult, "num_detections": self.num_detections,
+             "tp": self.tp, "fp": self.fp}
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass(frozen=True)
+class VocReport:
+    """Result of a PASCAL VOC evaluation. Look figures up by name: ``report["car"].ap``."""
+
+    metric: str
+    compat: str
+    iou_threshold: float
+    mAP: Optional[float]
+    classes: List[VocClassResult]
+    inputs: dict = field(default_factory=dict)
+
+    protocol = "voc"
+
+    def __getitem__(self, name: str) -> VocClassResult:
+        for c in self.classes:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def to_dict(self) -> dict:
+        """The stable JSON report (see README)."""
+        return {"deteval_version": __version__, "protocol": "voc", "metric": self.metric,
+                "compat": self.compat, "iou_threshold": self.iou_threshold,
+                "mAP": _num(self.mAP),
+                "num_classes_in_mAP": sum(c.ap is not None for c in self.classes),
+                "classes": [c.to_dict() for c in self.classes],
+                "inputs": dict(self.inputs)}
+
+    def format_table(self) -> str:
+        """A fixed-width table: one row per class, then the mAP."""
+        width = max([len("class")] + [len(c.name) for c in self.classes])
+        head = (f"{'class':<{width}}  {'AP':>7}  {'GT':>6}  {'diff':>5}  {'dets':>7}  "
+                f"{'TP':>6}  {'FP':>7}")
+        rows = [head, "-" * len(head)]
+        notes = []
+        for c in self.classes:
+            ap = "-" if c.ap is None else f"{c.ap:.4f}"
+            mark = ""
+            if c.note:
+                notes.append(f"{c.name}: {c.note}")
+                mark = " *"
+            rows.append(f"{c.name:<{width}}  {ap:>7}  {c.num_gt:>6}  {c.num_difficult:>5}  "
+                        f"{c.num_detections:>7}  {c.tp:>6}  {c.fp:>7}{mark}")
+        rows.append("-" * len(head))
+        n_in = sum(c.ap is not None for c in self.classes)
+        m = "-" if self.mAP is None else f"{self.mAP:.4f}"
+        rows.append(f"{'mAP':<{width}}  {m:>7}  ({self.metric}, IoU {self.iou_threshold:g}, "
+                    f"{self.compat}, {n_in} of {len(self.classes)} classes)")
+        if notes:
+            rows.append("")
+            rows += ["* " + n for n in notes]
+        return "\n".join(rows)
+
+
+def build_voc_report(matches: VocMatches, class_names: Sequence[str], metric: str,
+                     compat: str, iou_threshold: float, inputs: Optional[dict] = None,
+                     class_notes: Optional[Dict[str, str]] = None) -> VocReport:
+    """Curves and AP of every class from merged match records, then the mAP.
+
+    A class without non-difficult GT has AP ``None`` and is left out of the mAP.
+    """
+    curves = voc_curves(matches, compat)
+    num_det = np.bincount(matches.class_idx, minlength=len(class_names))
+    results = []
+    for k, name in enumerate(class_names):
+        rec, prec, tp, fp = curves[k]
+        note = (class_notes or {}).get(name)
+        if matches.num_gt[k] == 0:
+            ap = None
+            note = "no non-difficult ground truth: AP undefined, left out of mAP"
+        else:
+            ap = voc_average_precision(rec, prec, metric, compat)
+        results.append(VocClassResult(name=name, ap=ap, num_gt=int(matches.num_gt[k]),
+                                      num_difficult=int(matches.num_difficult[k]),
+                                      num_detections=int(num_det[k]), tp=tp, fp=fp, note=note))
+    defined = [r.ap for r in results if r.ap is not None]
+    mAP = float(np.mean(defined)) if defined else None
+    return VocReport(metric=metric, compat=compat, iou_threshold=float(iou_threshold),
+                     mAP=mAP, classes=results, inputs=inputs or {})
+
+
+# ---------------------------------------------------------------------------- COCO
+
+_AREA_SUFFIX = {"small": "s", "medium": "m", "large": "l"}
+DEFAULT_AREA_RANGES = {"all": (0.0, 1e5 ** 2), "small": (0.0, 32.0 ** 2),
+                       "medium": (32.0 ** 2, 96.0 ** 2), "large": (96.0 ** 2, 1e5 ** 2)}
+
+
+def _thr_name(t: float) -> str:
+    v = round(float(t) * 100, 6)
+    return f"AP{int(v)}" if v == int(v) else f"AP{v:g}"
+
+
+def coco_stat_specs(iou_thresholds: np.ndarray, area_names: Sequence[str],
+                    max_dets: Sequence[int], default_thresholds: bool
+                    ) -> List[tuple]:
+    """Named summary figures: ``(name, kind, iou_index or None, area_index, maxdet_index)``.
+
+    AP figures use the largest max-detections value; ``AR{m}`` one per value.
+    With the default thresholds: AP, AP50, AP75 (pycocotools' 12); otherwise AP and
+    one ``AP{100 t}`` per threshold. Area ranges ``small``/``medium``/``large`` are
+    ``APs``/``APm``/``APl``; other names ``AP_<name>``.
+    """
+    all_a = list(area_names).index("all") if "all" in area_names else 0
+    last = len(max_dets) - 1
+    specs = [("AP", "AP", None, all_a, last)]
+    for i, t in enumerate(iou_thresholds):
+        if not default_thresholds or float(t) in (0.5, 0.75):
+            specs.append((_thr_name(t), "AP", i, all_a, last))
+    others = [(a, n) for a, n in enumerate(area_names) if a != all_a]
+    for a, n in others:
+        specs.append(("AP" + _AREA_SUFFIX.get(n, "_" + n), "AP", None, a, last))
+    for m, md in enumerate(max_dets):
+        specs.append((f"AR{md}", "AR", None, all_a, m))
+    for a, n in others:
+        specs.append(("AR" + _AREA_SUFFIX.get(n, "_" + n), "AR", None, a, last))
+    return specs
+
+
+def _mean_defined(values: np.ndarray) -> Optional[float]:
+    v = values[~np.isnan(values)]
+    return float(np.mean(v)) if v.size else None
+
+
+@dataclass(frozen=True)
+class CocoReport:
+    """Result of a COCO evaluation. ``report.stats["AP50"]``, ``report.classes[i]["AP"]``."""
+
+    stats: Dict[str, Optional[float]]
+    classes: List[dict]
+    params: dict
+    precision: np.ndarray = field(repr=False)
+    recall: np.ndarray = field(repr=False)
+    inputs: dict = field(default_factory=dict)
+
+    protocol = "coco"
+
+    def to_dict(self) -> dict:
+        """The stable JSON report (see README)."""
+        return {"deteval_version": __version__, "protocol": "coco", "iou_type": "bbox",
+                "stats": dict(self.stats), "classes": [dict(c) for c in self.classes],
+                "params": dict(self.params), "inputs": dict(self.inputs)}
+
+    def format_table(self) -> str:
+        names = list(self.stats)
+        lines = ["Summary"]
+        for n in names:
+            v = self.stats[n]
+            lines.append(f"  {n:<10} {'-' if v is None else f'{v:.4f}':>8}")
+        per = [n for n in names if n in ("AP", "AP50", "AP75")] or names[:3]
+        per += [n for n in names if n.startswith("AR")][-1:] if names else []
+        per = [p for i, p in enumerate(per) if p not in per[:i]]
+        width = max([len("class")] + [len(c["name"]) for c in self.classes])
+        head = f"{'id':>5}  {'class':<{width}}  " + "  ".join(f"{p:>7}" for p in per)
+        lines += ["", head, "-" * len(head)]
+        for c in self.classes:
+            vals = "  ".join(f"{'-' if c[p] is None else f'{c[p]:.4f}':>7}" for p in per)
+            lines.append(f"{c['id']:>5}  {c['name']:<{width}}  {vals}")
+        if any(c["AP"] is None for c in self.classes):
+            lines.append("- : undefined (the class has no non-crowd ground truth in that "
+                         "area range)")
+        return "\n".join(lines)
+
+
+def build_coco_report(matches: CocoMatches, class_ids: Sequence[int],
+                      class_names: Sequence[str], iou_thresholds: np.ndarray,
+                      area_ranges: Dict[str, tuple], max_dets: Sequence[int],
+                      rec_thresholds: np.ndarray, default_thresholds: bool,
+                      inputs: Optional[dict] = None) -> CocoReport:
+    """Accumulate merged records and summarize them by name, overall and per class.
+
+    Each figure is the mean of the defined precision (recall) entries over the
+    selected thresholds, recall points and classes, in pycocotools' array order
+    ``(T, R, K)`` so the floating-point sum is the same.
+    """
+    md = np.asarray(max_dets, dtype=np.int64)
+    precision, recall = coco_accumulate(matches, md, rec_thresholds)
+    specs = coco_stat_specs(iou_thresholds, list(area_ranges), list(max_dets),
+                            default_thresholds)
+
+    def figure(kind, t, a, m, k=None):
+        if kind == "AP":
+            s = precision[:, :, :, a, m]
+            if t is not None:
+                s = s[t:t + 1]
+            if k is not None:
+                s = s[:, :, k]
+        else:
+            s = recall[:, :, a, m]
+            if k is not None:
+                s = s[:, k]
+        return _mean_defined(np.ascontiguousarray(s).ravel())
+
+    stats = {name: figure(kind, t, a, m) for name, kind, t, a, m in specs}
+    classes = []
+    for k, (cid, cname) in enumerate(zip(class_ids, class_names)):
+        row = {"id": int(cid), "name": str(cname)}
+        for name, kind, t, a, m in specs:
+            row[name] = figure(kind, t, a, m, k)
+        classes.append(row)
+    params = {"iou_thresholds": [float(t) for t in iou_thresholds],
+              "area_ranges": {n: [float(lo), float(hi)] for n, (lo, hi) in area_ranges.items()},
+              "max_dets": [int(m) for m in max_dets],
+              "recall_thresholds": len(rec_thresholds)}
+    return CocoReport(stats=stats, classes=classes, params=params, precision=precision,
+                      recall=recall, inputs=inputs or {})

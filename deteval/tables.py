@@ -1,0 +1,96 @@
+"""Columnar tables passed between the pipeline stages.
+
+Loaders (``deteval.io``) produce a :class:`GroundTruth` and a :class:`Detections`
+table: one numpy array per field, with ``image_idx`` / ``class_idx`` positions
+into the id tables ``image_ids`` / ``class_names``.  No per-object dicts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+import numpy as np
+
+__all__ = ["GroundTruth", "Detections", "BOX_FORMATS"]
+
+#: ``"xyxy_pixel"``: VOC inclusive pixel corners (width = x2 - x1 + 1);
+#: ``"xywh"``: COCO continuous ``[x, y, w, h]``.
+BOX_FORMATS = ("xyxy_pixel", "xywh")
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Ground-truth objects, one row per object, in file order.
+
+    Attributes
+    ----------
+    image_idx : ndarray of int64, shape (G,)
+        Position of the object's image in ``image_ids``.
+    class_idx : ndarray of int64, shape (G,)
+        Position of the object's class in ``class_names``.
+    boxes : ndarray of float64, shape (G, 4)
+        In ``box_format``.
+    difficult : ndarray of bool, shape (G,)
+        VOC ``<difficult>`` flag (all False for COCO).
+    crowd : ndarray of bool, shape (G,)
+        COCO ``iscrowd`` flag (all False for VOC).
+    area : ndarray of float64, shape (G,)
+        COCO annotation ``area`` (the segmentation area); box area for VOC.
+    image_ids : ndarray, shape (I,)
+        External image ids (str for VOC, int for COCO), in evaluation order.
+    class_names : tuple of str, length K
+    class_ids : ndarray of int64, shape (K,), optional
+        External category ids (COCO).
+    box_format : str
+        One of :data:`BOX_FORMATS`.
+    """
+
+    image_idx: np.ndarray
+    class_idx: np.ndarray
+    boxes: np.ndarray
+    difficult: np.ndarray
+    crowd: np.ndarray
+    area: np.ndarray
+    image_ids: np.ndarray
+    class_names: Tuple[str, ...]
+    class_ids: Optional[np.ndarray] = None
+    box_format: str = "xyxy_pixel"
+    sources: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.image_idx.shape[0])
+
+    @property
+    def num_images(self) -> int:
+        return int(len(self.image_ids))
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+
+@dataclass(frozen=True)
+class Detections:
+    """Detections, one row per detection, in file order.
+
+    Attributes
+    ----------
+    image_idx, class_idx : ndarray of int64, shape (N,)
+        Positions into the ground truth's ``image_ids`` / ``class_names``.
+    boxes : ndarray of float64, shape (N, 4)
+        Same ``box_format`` as the ground truth.
+    scores : ndarray of float64, shape (N,)
+        Confidence; finite.
+    order : ndarray of int64, shape (N,)
+        File order: the tie-break key among equal scores (line or record number).
+    """
+
+    image_idx: np.ndarray
+    class_idx: np.ndarray
+    boxes: np.ndarray
+    scores: np.ndarray
+    order: np.ndarray
+    sources: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.scores.shape[0])
