@@ -133,6 +133,34 @@ def voc_average_precision(recall: np.ndarray, precision: np.ndarray, metric: str
 
 # ---------------------------------------------------------------------------- COCO
 
+def _small_int(a: np.ndarray) -> np.ndarray:
+    """The same integers in the narrowest type numpy radix-sorts (16 bits) if they fit."""
+    if a.shape[0] and a.min() >= -(2 ** 15) and a.max() < 2 ** 15:
+        return a.astype(np.int16)
+    return a
+
+
+def coco_rank_order(matches: CocoMatches) -> np.ndarray:
+    """Permutation ranking records by (class, -score, image key, rank), stably.
+
+    Equivalent to ``np.lexsort((rank, image_key, -scores, class_idx))`` but built
+    from stable single-key sorts, skipping the first two when the records are
+    already in (class, image key, rank) order, as :func:`match_coco` returns them.
+    """
+    n = matches.scores.shape[0]
+    cls, key, rank = matches.class_idx, matches.image_key, matches.rank
+    span = int(key.max()) + 1 if n else 1
+    cls_key = cls * span + key
+    d_ck = np.diff(cls_key)
+    if n and bool(np.all((d_ck > 0) | ((d_ck == 0) & (np.diff(rank) > 0)))):
+        order = np.arange(n)
+    else:
+        order = np.argsort(_small_int(rank), kind="stable")
+        order = order[np.argsort(cls_key[order], kind="stable")]
+    order = order[np.argsort(-matches.scores[order], kind="stable")]
+    return order[np.argsort(_small_int(cls[order]), kind="stable")]
+
+
 def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
                     rec_thresholds: np.ndarray = COCO_RECALL_THRESHOLDS
                     ) -> Tuple[np.ndarray, np.ndarray]:
@@ -143,6 +171,11 @@ def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
     image key, then rank). TP = matched and not ignored, FP = unmatched and not
     ignored; ``rc = tp / npig``, ``pr = tp / (fp + tp + spacing(1))``; the
     precision at recall threshold ``r`` is ``max(pr[rc >= r])`` (0 if none).
+
+    Only true positives need their ``(rc, pr)``: recall rises only at a TP, and
+    between TPs precision falls, so every suffix maximum of ``pr`` that a recall
+    threshold selects is attained at a TP. Each TP's ``pr`` is computed from the
+    same integer counts as pycocotools, so the result is bit-identical.
 
     Parameters
     ----------
@@ -157,47 +190,60 @@ def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
     recall : ndarray of float64, shape (T, K, A, M)
         NaN likewise.
     """
-    A, T, _ = matches.matched.shape
+    A, T, N = matches.matched.shape
     K = matches.num_gt.shape[0]
     R, M = rec_thresholds.shape[0], max_dets.shape[0]
     precision = np.full((T, R, K, A, M), np.nan)
     recall = np.full((T, K, A, M), np.nan)
-    order = np.lexsort((matches.rank, matches.image_key, -matches.scores, matches.class_idx))
-    cls_all = matches.class_idx[order]
-    rank_all = matches.rank[order]
+    order = coco_rank_order(matches)
+    cls = matches.class_idx[order]
+    rank = matches.rank[order]
+    class_start = np.searchsorted(cls, np.arange(K))  # first ranked position of each class
     eps = np.spacing(1)
-    t_idx = np.arange(T)[:, None]
     for a in range(A):
         npig = matches.num_gt[:, a]
         present = npig > 0
-        counted = ~matches.ignored[a][:, order]  # (T, N)
-        tps_all = matches.matched[a][:, order] & counted
-        fps_all = ~matches.matched[a][:, order] & counted
+        counted = ~matches.ignored[a]
+        tp_tn = matches.matched[a] & counted  # (T, N), record order
+        fp_tn = ~matches.matched[a] & counted
+        # Most detections have the same outcome at every threshold: their FPs are
+        # counted once (1-D); only the few whose outcome varies are kept per t.
+        fp_all = fp_tn.all(axis=0)[order]
+        fp_some = fp_tn.any(axis=0)[order] & ~fp_all
+        tp_some = tp_tn.any(axis=0)[order]
         for m in range(M):
-            sel = np.flatnonzero((rank_all < max_dets[m]) & present[cls_all])
-            cls = cls_all[sel]
+            sel = (rank < max_dets[m]) & present[cls]
+            fp_static = np.cumsum(fp_all & sel)  # static FPs at positions <= p
+            dyn_pos = np.flatnonzero(fp_some & sel)
+            dt, di = np.nonzero(fp_tn[:, order[dyn_pos]])
+            dyn_key = dt * (N + 1) + dyn_pos[di]  # sorted: by t, then position
+            tp_pos = np.flatnonzero(tp_some & sel)
+            t_i, ti = np.nonzero(tp_tn[:, order[tp_pos]])  # sorted by (t, position)
+            p_i = tp_pos[ti]
+            k_i = cls[p_i]
+            s_i = class_start[k_i]
+
+            def fp_count_before(pos):  # FPs at ranked positions < pos, at each TP's t
+                static = np.where(pos > 0, fp_static[np.maximum(pos - 1, 0)], 0)
+                return static + np.searchsorted(dyn_key, t_i * (N + 1) + pos)
+
+            fp_before = fp_count_before(p_i) - fp_count_before(s_i)
+            run = t_i * K + k_i
+            run_start = np.searchsorted(run, run)  # first TP of the same (t, class)
+            tp = (np.arange(run.shape[0]) - run_start + 1).astype(np.float64)
+            rc = tp / npig[k_i]
+            pr = tp / (fp_before.astype(np.float64) + tp + eps)
+            tp_total = np.bincount(run, minlength=T * K).reshape(T, K)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rec = tp_total / npig[None, :]
+            # j = number of recall thresholds reached; q[r] = max pr over TPs with j > r
+            j = np.searchsorted(rec_thresholds, rc, side="right")
             q = np.zeros((T, K, R + 1))
-            rec = np.zeros((T, K))
-            if sel.shape[0]:
-                starts = _segment_starts(cls)
-                lengths = np.diff(np.append(starts, sel.shape[0]))
-                tp = np.cumsum(tps_all[:, sel], axis=1)
-                fp = np.cumsum(fps_all[:, sel], axis=1)
-                tp_before = np.where(starts > 0, tp[:, starts - 1], 0)
-                fp_before = np.where(starts > 0, fp[:, starts - 1], 0)
-                tp = (tp - np.repeat(tp_before, lengths, axis=1)).astype(np.float64)
-                fp = (fp - np.repeat(fp_before, lengths, axis=1)).astype(np.float64)
-                rc = tp / npig[cls]
-                pr = tp / (fp + tp + eps)
-                ends = starts + lengths - 1
-                rec[:, cls[starts]] = rc[:, ends]
-                # block j holds the detections whose recall reaches exactly j thresholds;
-                # precision at threshold r = max over blocks j > r (a suffix max)
-                j = np.searchsorted(rec_thresholds, rc, side="right")
-                key = ((t_idx * K + cls[None, :]) * (R + 1) + j).ravel()
-                bstart = _segment_starts(key)
-                q.ravel()[key[bstart]] = np.maximum.reduceat(pr.ravel(), bstart)
-                q = np.maximum.accumulate(q[:, :, ::-1], axis=2)[:, :, ::-1]
+            key = run * (R + 1) + j
+            if key.shape[0]:
+                starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+                q.ravel()[key[starts]] = np.maximum.reduceat(pr, starts)
+            q = np.maximum.accumulate(q[:, :, ::-1], axis=2)[:, :, ::-1]
             prec = q[:, :, 1:]  # (T, K, R)
             prec[:, ~present] = np.nan
             rec[:, ~present] = np.nan

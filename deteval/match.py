@@ -113,6 +113,31 @@ def iou_coco(det_xywh: np.ndarray, gt_xywh: np.ndarray, gt_crowd: np.ndarray) ->
         return np.where(valid, inter / np.where(valid, union, 1.0), 0.0)
 
 
+def coco_pair_ious(det_xywh: np.ndarray, gt_xywh: np.ndarray, gt_crowd: np.ndarray,
+                   pair_det: np.ndarray, pair_gt: np.ndarray, lowest: float
+                   ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """IoU of candidate pairs (as :func:`iou_coco`), keeping pairs with ``iou >= lowest``.
+
+    Works column by column and drops pairs without horizontal overlap first, so
+    most pairs cost a few operations. Returns the kept ``pair_det, pair_gt, iou``.
+    """
+    dx, dy, dw, dh = (np.ascontiguousarray(c) for c in det_xywh.T)
+    gx, gy, gw, gh = (np.ascontiguousarray(c) for c in gt_xywh.T)
+    iw = np.minimum(dw[pair_det] + dx[pair_det], gw[pair_gt] + gx[pair_gt])
+    iw -= np.maximum(dx[pair_det], gx[pair_gt])
+    keep = iw > 0 if lowest > 0 else np.ones(iw.shape, dtype=bool)
+    pd, pg, iw = pair_det[keep], pair_gt[keep], iw[keep]
+    ih = np.minimum(dh[pd] + dy[pd], gh[pg] + gy[pg]) - np.maximum(dy[pd], gy[pg])
+    valid = (iw > 0) & (ih > 0)
+    inter = iw * ih
+    det_area = dw[pd] * dh[pd]
+    union = np.where(gt_crowd[pg], det_area, det_area + gw[pg] * gh[pg] - inter)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = np.where(valid, inter / np.where(valid, union, 1.0), 0.0)
+    keep = iou >= lowest
+    return pd[keep], pg[keep], iou[keep]
+
+
 def group_rank(group: np.ndarray, order: np.ndarray) -> np.ndarray:
     """Rank of each row within its group, rows ranked by ``order``.
 
@@ -349,62 +374,73 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     if image_key is None:
         image_key = np.argsort(np.argsort(gt.image_ids, kind="stable"), kind="stable")
     det_group = det.image_idx * K + det.class_idx
-    by_score = np.lexsort((det.order, -det.scores, det_group))
+    # rows are in file order: a stable sort by score, then by group, ranks each group
+    by_score = np.argsort(-det.scores, kind="stable")
+    by_score = by_score[np.argsort(det_group[by_score], kind="stable")]
     rank = group_rank(det_group, by_score)
-    kept = np.flatnonzero(rank < max_det)
-    # step order: rank first, so the pairs of one rank are contiguous
-    kept = kept[np.lexsort((det_group[kept], rank[kept]))]
+    kept = by_score[rank[by_score] < max_det]
+    # step order: rank first (then group), so the pairs of one rank are contiguous
+    small = rank[kept].astype(np.int32 if max_det >= 2 ** 15 else np.int16)
+    kept = kept[np.argsort(small, kind="stable")]
     k_rank = rank[kept]
     n = kept.shape[0]
 
     gt_group = gt.image_idx * K + gt.class_idx
     pair_det, pair_gt, _ = candidate_pairs(det_group[kept], gt_group)
-    iou = iou_coco(det.boxes[kept[pair_det]], gt.boxes[pair_gt], gt.crowd[pair_gt])
     lowest = min(min(float(t), 1 - 1e-10) for t in iou_thresholds) if T else 1.0
-    useful = iou >= lowest
-    pair_det, pair_gt, iou = pair_det[useful], pair_gt[useful], iou[useful]
+    pair_det, pair_gt, iou = coco_pair_ious(det.boxes[kept], gt.boxes, gt.crowd, pair_det,
+                                            pair_gt, lowest)
 
-    lo, hi = area_ranges[:, 0:1], area_ranges[:, 1:2]
-    gt_ignored = gt.crowd[None, :] | (gt.area[None, :] < lo) | (gt.area[None, :] > hi)  # (A, G)
+    lo, hi = area_ranges[:, 0], area_ranges[:, 1]
+    gt_ignored = gt.crowd[:, None] | (gt.area[:, None] < lo) | (gt.area[:, None] > hi)  # (G, A)
     det_area = det.boxes[kept, 2] * det.boxes[kept, 3]
-    det_outside = (det_area[None, :] < lo) | (det_area[None, :] > hi)  # (A, N)
+    det_outside = (det_area[None, :] < lo[:, None]) | (det_area[None, :] > hi[:, None])  # (A, N)
 
     AT = A * T
-    thr = np.tile(np.minimum(iou_thresholds, 1 - 1e-10), A)[:, None]  # (AT, 1)
-    gt_taken = np.zeros((AT, len(gt)), dtype=bool)
-    matched = np.zeros((AT, n), dtype=bool)
-    ignored = np.zeros((AT, n), dtype=bool)
+    thr = np.tile(np.minimum(iou_thresholds, 1 - 1e-10), A)  # (AT,), index a * T + t
+    gt_taken = np.zeros((len(gt), AT), dtype=bool)
+    matched = np.zeros((n, AT), dtype=bool)
+    ignored = np.zeros((n, AT), dtype=bool)
     if pair_det.shape[0]:
         pair_rank = k_rank[pair_det]
         bounds = np.searchsorted(pair_rank, np.arange(pair_rank[-1] + 2))
-        iou_bits = iou.view(np.int64)
+        # key: IoU's bit pattern (monotonic for IoU >= 0), plus a bonus above every IoU
+        # for a non-ignored GT, so one maximum picks "non-ignored first, then best IoU"
+        ign_rep = np.repeat(gt_ignored, T, axis=1)  # (G, AT)
+        base_key = np.where(ign_rep[pair_gt], 0, _NOT_IGNORED_BONUS) + iou.view(np.int64)[:, None]
+        above = iou[:, None] >= thr[None, :]  # (P, AT)
         crowd = gt.crowd[pair_gt]
         for r in range(len(bounds) - 1):
             s, e = bounds[r], bounds[r + 1]
             if s == e:
                 continue
             pg, pd = pair_gt[s:e], pair_det[s:e]
-            ign = np.repeat(gt_ignored[:, pg], T, axis=0)  # (AT, P)
-            elig = (~gt_taken[:, pg] | crowd[s:e]) & (iou[s:e] >= thr)
-            key = np.where(elig, iou_bits[s:e] + np.where(ign, 0, _NOT_IGNORED_BONUS), -1)
+            elig = above[s:e] & (~gt_taken[pg] | crowd[s:e, None])
+            key = np.where(elig, base_key[s:e], -1)  # (P, AT)
             starts = _segment_starts(pd)
+            best = np.maximum.reduceat(key, starts, axis=0)  # (S, AT)
             lengths = np.diff(np.append(starts, e - s))
-            best = np.maximum.reduceat(key, starts, axis=1)  # (AT, S)
-            is_best = (key == np.repeat(best, lengths, axis=1)) & (key >= 0)
-            cols = np.where(is_best, np.arange(e - s), -1)
-            last = np.maximum.reduceat(cols, starts, axis=1)  # later GT wins ties
-            at, seg = np.nonzero(last >= 0)
-            chosen = last[at, seg]
-            gt_taken[at, pg[chosen]] = True
+            is_best = (key == np.repeat(best, lengths, axis=0)) & (key >= 0)
+            rows = np.where(is_best, np.arange(e - s)[:, None], -1)
+            last = np.maximum.reduceat(rows, starts, axis=0)  # the later GT wins ties
+            seg, at = np.nonzero(last >= 0)
+            gt_taken[pg[last[seg, at]], at] = True
             d = pd[starts[seg]]
-            matched[at, d] = True
-            ignored[at, d] = best[at, seg] < _NOT_IGNORED_BONUS
-    matched = matched.reshape(A, T, n)
-    ignored = ignored.reshape(A, T, n) | (~matched & det_outside[:, None, :])
+            matched[d, at] = True
+            ignored[d, at] = best[seg, at] < _NOT_IGNORED_BONUS
+    matched = np.ascontiguousarray(matched.T).reshape(A, T, n)
+    ignored = np.ascontiguousarray(ignored.T).reshape(A, T, n) | (
+        ~matched & det_outside[:, None, :])
+    gt_ignored = gt_ignored.T
 
     num_gt = np.zeros((K, A), dtype=np.int64)
     for a in range(A):
         num_gt[:, a] = np.bincount(gt.class_idx[~gt_ignored[a]], minlength=K)
-    return CocoMatches(class_idx=det.class_idx[kept], scores=det.scores[kept],
-                       image_key=image_key[det.image_idx[kept]], rank=k_rank,
-                       matched=matched, ignored=ignored, num_gt=num_gt)
+    # hand the records over in (class, image key, rank) order: accumulation's sort
+    # then needs only the score and class passes
+    img_key = image_key[det.image_idx[kept]]
+    out = np.argsort(det.class_idx[kept] * (int(image_key.max(initial=0)) + 1) + img_key,
+                     kind="stable")  # kept is in rank order, so ties stay rank-ordered
+    return CocoMatches(class_idx=det.class_idx[kept][out], scores=det.scores[kept][out],
+                       image_key=img_key[out], rank=k_rank[out],
+                       matched=matched[:, :, out], ignored=ignored[:, :, out], num_gt=num_gt)

@@ -247,25 +247,38 @@ def build_coco_report(matches: CocoMatches, class_ids: Sequence[int],
     specs = coco_stat_specs(iou_thresholds, list(area_ranges), list(max_dets),
                             default_thresholds)
 
-    def figure(kind, t, a, m, k=None):
-        if kind == "AP":
-            s = precision[:, :, :, a, m]
-            if t is not None:
-                s = s[t:t + 1]
-            if k is not None:
-                s = s[:, :, k]
-        else:
-            s = recall[:, :, a, m]
-            if k is not None:
-                s = s[:, k]
-        return _mean_defined(np.ascontiguousarray(s).ravel())
+    cache = {}
+
+    def cell(kind, a, m):  # contiguous (T, R, K) precision or (T, K) recall of one cell
+        if (kind, a, m) not in cache:
+            src = precision[:, :, :, a, m] if kind == "AP" else recall[:, :, a, m]
+            cache[kind, a, m] = np.ascontiguousarray(src)
+        return cache[kind, a, m]
+
+    def figure(kind, t, a, m):
+        s = cell(kind, a, m)
+        if t is not None:
+            s = s[t:t + 1]
+        return _mean_defined(s.ravel())
 
     stats = {name: figure(kind, t, a, m) for name, kind, t, a, m in specs}
+    # Per class: a class is absent from a cell as a whole (every entry NaN) or not at
+    # all, so its figure is the plain mean of its row, in (T, R) order; a row-wise
+    # mean over contiguous rows sums each row exactly as a 1-D mean does.
+    K = len(class_ids)
+    per_class = {}
+    for name, kind, t, a, m in specs:
+        s = cell(kind, a, m)
+        if t is not None:
+            s = s[t:t + 1]
+        rows = np.ascontiguousarray(np.moveaxis(s, -1, 0)).reshape(K, -1)
+        means = rows.mean(axis=1) if rows.shape[1] else np.full(K, np.nan)
+        per_class[name] = [None if np.isnan(v) else float(v) for v in means]
     classes = []
     for k, (cid, cname) in enumerate(zip(class_ids, class_names)):
         row = {"id": int(cid), "name": str(cname)}
-        for name, kind, t, a, m in specs:
-            row[name] = figure(kind, t, a, m, k)
+        for name in per_class:
+            row[name] = per_class[name][k]
         classes.append(row)
     params = {"iou_thresholds": [float(t) for t in iou_thresholds],
               "area_ranges": {n: [float(lo), float(hi)] for n, (lo, hi) in area_ranges.items()},
