@@ -277,7 +277,8 @@ def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
     hit = best_iou >= iou_threshold if compat == "devkit" else best_iou > iou_threshold
     hit &= best_gt >= 0
     outcome = np.zeros(n, dtype=np.int8)
-    hit_difficult = hit & gt.difficult[np.maximum(best_gt, 0)]
+    hit_difficult = hit.copy()
+    hit_difficult[hit] = gt.difficult[best_gt[hit]]
     outcome[hit_difficult] = IGNORED
     claim = np.flatnonzero(hit & ~hit_difficult)
     if claim.shape[0]:
