@@ -28,21 +28,44 @@ def _num(x) -> Optional[float]:
     return None if math.isnan(x) else x
 
 
+def fingerprint_rows(image_ids, class_keys, boxes, difficult, crowd, area) -> str:
+    """SHA-256 of ground-truth objects, independent of file paths and image order.
+
+    Parameters
+    ----------
+    image_ids : sequence, shape (G,)
+        External image id of each object.
+    class_keys : sequence, shape (G,)
+        Category id (COCO) or class name (VOC) of each object.
+    boxes : ndarray of float64, shape (G, 4)
+    difficult, crowd : ndarray of bool, shape (G,)
+    area : ndarray of float64, shape (G,)
+
+    Objects are hashed in (image id, original order) order, so loading a file and
+    streaming the same images in another order give the same fingerprint.
+    """
+    keys = np.array([str(i) for i in image_ids], dtype=object)
+    order = np.argsort(keys, kind="stable") if len(keys) else np.zeros(0, dtype=np.int64)
+    h = hashlib.sha256()
+    h.update("\x1f".join(str(keys[i]) for i in order).encode())
+    h.update(b"\x1e")
+    h.update("\x1f".join(str(class_keys[i]) for i in order).encode())
+    for arr, dtype in ((boxes, np.float64), (difficult, bool), (crowd, bool), (area, np.float64)):
+        h.update(np.ascontiguousarray(np.asarray(arr, dtype=dtype)[order]).tobytes())
+    return "sha256:" + h.hexdigest()
+
+
 def ground_truth_fingerprint(gt: GroundTruth) -> str:
-    """SHA-256 of the ground truth's content (ids, classes, boxes, flags), not its paths.
+    """:func:`fingerprint_rows` of a loaded ground-truth table.
 
     Two reports are comparable only when they were computed on the same ground truth.
     """
-    h = hashlib.sha256()
-    h.update(repr([str(i) for i in gt.image_ids]).encode())
-    h.update(repr(list(gt.class_names)).encode())
     if gt.class_ids is not None:
-        h.update(np.ascontiguousarray(gt.class_ids, dtype=np.int64).tobytes())
-    for arr, dtype in ((gt.image_idx, np.int64), (gt.class_idx, np.int64),
-                       (gt.boxes, np.float64), (gt.difficult, bool), (gt.crowd, bool),
-                       (gt.area, np.float64)):
-        h.update(np.ascontiguousarray(arr, dtype=dtype).tobytes())
-    return "sha256:" + h.hexdigest()
+        keys = gt.class_ids[gt.class_idx]
+    else:
+        keys = np.array(gt.class_names, dtype=object)[gt.class_idx] if len(gt) else []
+    return fingerprint_rows(gt.image_ids[gt.image_idx], keys, gt.boxes, gt.difficult,
+                            gt.crowd, gt.area)
 
 
 # ----------------------------------------------------------------------------- VOC
