@@ -14,7 +14,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .match import CocoMatches, VocMatches, TP, FP, _segment_starts
+from .match import CocoMatches, VocMatches, TP, FP, _segment_starts, _small_int, stable_rank_order
 
 __all__ = ["VOC07_GRID_MATLAB", "VOC07_GRID_NUMPY", "COCO_RECALL_THRESHOLDS",
            "COCO_IOU_THRESHOLDS", "voc_curves", "voc07_ap", "voc12_ap", "voc_average_precision",
@@ -51,7 +51,7 @@ def voc_curves(matches: VocMatches, compat: str = "devkit"
         recall, precision : ndarray of float64, shape (n_k,) over the class's
         ranked detections (recall is NaN-free only when ``npos > 0``).
     """
-    order = np.lexsort((matches.tie_key, -matches.scores, matches.class_idx))
+    order = stable_rank_order(matches.class_idx, matches.scores, matches.tie_key)
     cls = matches.class_idx[order]
     outcome = matches.outcome[order]
     K = matches.num_gt.shape[0]
@@ -132,13 +132,6 @@ def voc_average_precision(recall: np.ndarray, precision: np.ndarray, metric: str
 
 
 # ---------------------------------------------------------------------------- COCO
-
-def _small_int(a: np.ndarray) -> np.ndarray:
-    """The same integers in the narrowest type numpy radix-sorts (16 bits) if they fit."""
-    if a.shape[0] and a.min() >= -(2 ** 15) and a.max() < 2 ** 15:
-        return a.astype(np.int16)
-    return a
-
 
 def coco_rank_order(matches: CocoMatches) -> np.ndarray:
     """Permutation ranking records by (class, -score, image key, rank), stably.

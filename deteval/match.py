@@ -214,6 +214,29 @@ def _segment_starts(keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(new)
 
 
+def _small_int(a: np.ndarray) -> np.ndarray:
+    """The same integers in 16 bits when they fit (numpy radix-sorts those)."""
+    if a.shape[0] and a.min() >= -(2 ** 15) and a.max() < 2 ** 15:
+        return a.astype(np.int16)
+    return a
+
+
+def stable_rank_order(class_idx: np.ndarray, scores: np.ndarray, tie_key: np.ndarray
+                      ) -> np.ndarray:
+    """Permutation sorting rows by (class, -score, tie_key), like ``np.lexsort``.
+
+    Built from stable single-key sorts; the tie-key pass is skipped when the
+    rows are already in tie-key order (as loaders produce them).
+    """
+    n = scores.shape[0]
+    if n and bool(np.all(tie_key[1:] > tie_key[:-1])):
+        order = np.argsort(-scores, kind="stable")
+    else:
+        order = np.argsort(tie_key, kind="stable")
+        order = order[np.argsort(-scores[order], kind="stable")]
+    return order[np.argsort(_small_int(class_idx[order]), kind="stable")]
+
+
 def voc_order(det: Detections, compat: str = "devkit") -> np.ndarray:
     """Position of each detection in its class's ranked list (0 = highest score).
 
@@ -224,7 +247,7 @@ def voc_order(det: Detections, compat: str = "devkit") -> np.ndarray:
     n = len(det)
     tie_key = np.empty(n, dtype=np.int64)
     if compat == "devkit":
-        order = np.lexsort((det.order, -det.scores, det.class_idx))
+        order = stable_rank_order(det.class_idx, det.scores, det.order)
         tie_key[order] = np.arange(n, dtype=np.int64)
         return tie_key
     # detectron2: one argsort per class over that class's file order (a loop over

@@ -163,12 +163,15 @@ def _read_objects(path: Path, root=None):
     return names, boxes, difficult
 
 
-# One XSLT pass per file (in C) writes each object as a tab-separated line; Python
-# then touches one short line per object instead of walking ~30 elements.
+# One XSLT pass (in C) over all parsed files writes each object as a tab-separated
+# line (file number first); Python then touches one short line per object instead
+# of walking ~30 elements.
 _OBJECT_LINES = etree.XSLT(etree.XML(b"""\
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:output method="text" encoding="utf-8"/>
-<xsl:template match="/annotation"><xsl:for-each select="object"
+<xsl:template match="/all"><xsl:for-each select="annotation"
+><xsl:variable name="file" select="position()"/><xsl:for-each select="object"
+><xsl:value-of select="$file"/><xsl:text>&#9;</xsl:text
 ><xsl:value-of select="count(name)"/><xsl:text>&#9;</xsl:text
 ><xsl:value-of select="normalize-space(name)"/><xsl:text>&#9;</xsl:text
 ><xsl:value-of select="count(bndbox)"/><xsl:text>&#9;</xsl:text
@@ -177,7 +180,7 @@ _OBJECT_LINES = etree.XSLT(etree.XML(b"""\
 ><xsl:value-of select="normalize-space(bndbox/xmax)"/><xsl:text>&#9;</xsl:text
 ><xsl:value-of select="normalize-space(bndbox/ymax)"/><xsl:text>&#9;</xsl:text
 ><xsl:value-of select="normalize-space(difficult[1])"/><xsl:text>&#10;</xsl:text
-></xsl:for-each></xsl:template>
+></xsl:for-each></xsl:for-each></xsl:template>
 </xsl:stylesheet>"""))
 
 
@@ -185,26 +188,45 @@ def _finite(box) -> bool:
     return all(v - v == 0 for v in box)  # False for inf and NaN
 
 
-def _fast_objects(root):
-    """Objects of one parsed file via the XSLT pass, or None if anything is unusual."""
-    out = bytes(_OBJECT_LINES(root))
-    if not out:
-        return [], [], []
-    names, boxes, difficult = [], [], []
-    for line in out.decode("utf-8").split("\n")[:-1]:
+def _fast_objects(roots: List["etree._Element"]):
+    """Objects of all parsed files in one XSLT pass.
+
+    Returns ``(per_file, names, boxes, difficult)`` where ``per_file`` is the
+    object count of each file, or ``None`` for a file whose objects the fast pass
+    cannot read unambiguously (the caller reads that file with :func:`_read_objects`).
+    The roots are moved into one container element for the pass and moved back.
+    """
+    container = etree.Element("all")
+    for root in roots:
+        container.append(root)
+    try:
+        out = bytes(_OBJECT_LINES(container)).decode("utf-8")
+    finally:
+        for root in list(container):
+            container.remove(root)
+    per_file: List[Optional[int]] = [0] * len(roots)
+    names: List[List[str]] = [[] for _ in roots]
+    boxes: List[list] = [[] for _ in roots]
+    difficult: List[list] = [[] for _ in roots]
+    for line in out.split("\n")[:-1]:
         f = line.split("\t")
-        if len(f) != 8 or f[0] != "1" or f[2] != "1" or not f[1]:
-            return None
-        try:
-            box = (float(f[3]), float(f[4]), float(f[5]), float(f[6]))
-        except ValueError:
-            return None
-        if not (box[0] <= box[2] and box[1] <= box[3] and _finite(box)) or "_" in "".join(f[3:7]):
-            return None  # the reference reader decides (and names the problem)
-        names.append(f[1])
-        boxes.append(box)
-        difficult.append(f[7] == "1")
-    return names, boxes, difficult
+        i = int(f[0]) - 1
+        if per_file[i] is None:
+            continue
+        box = None
+        if len(f) == 9 and f[1] == "1" and f[3] == "1" and f[2] and "_" not in "".join(f[4:8]):
+            try:
+                box = (float(f[4]), float(f[5]), float(f[6]), float(f[7]))
+            except ValueError:
+                box = None
+        if box is None or not (box[0] <= box[2] and box[1] <= box[3] and _finite(box)):
+            per_file[i] = None  # the reference reader decides and names the problem
+            continue
+        per_file[i] += 1
+        names[i].append(f[2])
+        boxes[i].append(box)
+        difficult[i].append(f[8] == "1")
+    return per_file, names, boxes, difficult
 
 
 def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = None,
@@ -245,15 +267,18 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
                              f"{len(missing)} have none, e.g. {missing[0]!r} "
                              f"(no {xml_dir / (missing[0] + '.xml')})", set_path)
 
+    paths = [xml_dir / f"{image_id}.xml" for image_id in image_ids]
+    roots = [_parse_xml(path) for path in paths]
+    per_file, f_names, f_boxes, f_difficult = _fast_objects(roots)
     all_names: List[str] = []
     all_boxes: List[Tuple[float, float, float, float]] = []
     all_difficult: List[bool] = []
     counts = np.zeros(len(image_ids), dtype=np.int64)
-    for i, image_id in enumerate(image_ids):
-        path = xml_dir / f"{image_id}.xml"
-        root = _parse_xml(path)
-        found = _fast_objects(root)
-        names, boxes, difficult = found if found is not None else _read_objects(path, root)
+    for i, path in enumerate(paths):
+        if per_file[i] is None:
+            names, boxes, difficult = _read_objects(path, roots[i])
+        else:
+            names, boxes, difficult = f_names[i], f_boxes[i], f_difficult[i]
         counts[i] = len(names)
         all_names += names
         all_boxes += boxes
@@ -311,13 +336,68 @@ def find_detection_files(detections: PathLike, class_names: Sequence[str]
     return found, unused
 
 
+try:  # optional C scanner (deteval/_textscan.c); the Python parser below is the reference
+    from .. import _textscan
+except ImportError:  # pragma: no cover - built without a C compiler
+    _textscan = None
+
+
 def _parse_detection_file(path: Path):
     """Columns of one ``<image_id> <score> <x1> <y1> <x2> <y2>`` file, in line order.
 
     Returns ``(image_ids, values, line_numbers)`` where ``image_ids`` is a list of
     str, ``values`` float64 (N, 5): score, x1, y1, x2, y2.
     """
-    data = _read_text_bytes(path)
+    raw_ids, values, line_numbers = _detection_columns(_read_text_bytes(path), path)
+    return [i.decode("utf-8", "replace") for i in raw_ids.tolist()], values, line_numbers
+
+
+def _detection_columns(data: bytes, path: Path, use_c: bool = True):
+    """``_parse_detection_file`` of the file's bytes, with the image ids as raw bytes
+    (a numpy ``S`` array). The C scanner is used when built; on anything it does not
+    accept (or a value check fails) the Python parser reruns on the same bytes, so
+    results and error messages are those of the Python parser.
+    """
+    if use_c and _textscan is not None:
+        found = _scan_detections_c(data)
+        if found is not None:
+            return found
+    return _parse_detection_bytes(data, path)
+
+
+def _scan_detections_c(data: bytes):
+    """C-scanned columns, or None if the Python parser must decide (an error)."""
+    values, id_start, id_len, line, error = _textscan.scan_detections(data)
+    if error is not None:
+        return None
+    values = np.frombuffer(values, dtype=np.float64).reshape(-1, 5)
+    if not np.isfinite(values).all() or \
+            ((values[:, 3] < values[:, 1]) | (values[:, 4] < values[:, 2])).any():
+        return None
+    line_numbers = np.frombuffer(line, dtype=np.int64)
+    return (_gather_ids(data, np.frombuffer(id_start, dtype=np.int64),
+                        np.frombuffer(id_len, dtype=np.int64)), values, line_numbers)
+
+
+def _gather_ids(data: bytes, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The tokens ``data[start:start + length]`` as a fixed-width ``S`` array."""
+    n = len(start)
+    if n == 0:
+        return np.zeros(0, dtype="S1")
+    width = int(length.max())
+    if n * width > 1 << 24:  # some very long id: an index matrix would be too large
+        return np.array([data[s:s + k] for s, k in zip(start.tolist(), length.tolist())],
+                        dtype=f"S{width}")
+    cols = np.arange(width)
+    idx = start[:, None] + cols
+    np.minimum(idx, len(data) - 1, out=idx)
+    chars = np.frombuffer(data, dtype=np.uint8)[idx]
+    chars[cols >= length[:, None]] = 0
+    return chars.view(f"S{width}").reshape(n)
+
+
+def _parse_detection_bytes(data: bytes, path: Path):
+    """The pure-Python parser (reference for the C scanner and its error messages)."""
     lines = data.splitlines()
     tokens = data.split()
     fields = [len(line.split()) for line in lines]
@@ -327,7 +407,7 @@ def _parse_detection_file(path: Path):
                          f"but got {fields[bad]}: {lines[bad][:80].decode('utf-8', 'replace')!r}",
                          path, f"line {bad + 1}")
     line_numbers = np.flatnonzero(np.array(fields, dtype=np.int64)) + 1
-    ids = [t.decode("utf-8", "replace") for t in tokens[0::6]]
+    ids = np.array(tokens[0::6], dtype="S") if tokens else np.zeros(0, dtype="S1")
     try:
         values = np.array([tokens[1::6], tokens[2::6], tokens[3::6], tokens[4::6],
                            tokens[5::6]], dtype=np.float64).T.reshape(-1, 5)
@@ -357,6 +437,53 @@ def _parse_detection_file(path: Path):
     return ids, values, line_numbers
 
 
+class _ImageIndex:
+    """Positions of image ids in ``image_ids``, looked up by raw UTF-8 bytes.
+
+    Same answers as the dict ``{image_id: i for i, image_id in enumerate(image_ids)}``
+    applied to ``raw.decode("utf-8", "replace")`` (a repeated id maps to its last
+    position): a vectorised ``searchsorted`` over the sorted encoded ids, and the dict
+    only for ids the bytes comparison does not find (so invalid UTF-8 decodes as before).
+    """
+
+    def __init__(self, image_ids):
+        self.image_ids = image_ids
+        self._dict = None
+        keys, where = [], []
+        for i, image_id in enumerate(image_ids):
+            if isinstance(image_id, str):
+                try:
+                    key = image_id.encode("utf-8")
+                except UnicodeEncodeError:
+                    continue
+                if key and b"\0" not in key:  # S arrays drop trailing NULs
+                    keys.append(key)
+                    where.append(i)
+        keys_arr = np.array(keys, dtype="S") if keys else np.zeros(0, dtype="S1")
+        order = np.argsort(keys_arr, kind="stable")  # equal keys keep position order
+        self.keys = keys_arr[order]
+        self.where = np.array(where, dtype=np.int64)[order]
+
+    def __call__(self, raw_ids: np.ndarray) -> np.ndarray:
+        """int64 positions of ``raw_ids`` (an ``S`` array); -1 marks the first unknown id
+        (rows after it may be left at -1 too: the caller reports the first one)."""
+        img = np.full(len(raw_ids), -1, dtype=np.int64)
+        if len(self.keys) and len(raw_ids):
+            j = np.searchsorted(self.keys, raw_ids, side="right") - 1
+            np.maximum(j, 0, out=j)
+            hit = self.keys[j] == raw_ids
+            img[hit] = self.where[j[hit]]
+        miss = np.flatnonzero(img < 0)
+        if len(miss):
+            if self._dict is None:
+                self._dict = {image_id: i for i, image_id in enumerate(self.image_ids)}
+            for row in miss.tolist():
+                img[row] = self._dict.get(raw_ids[row].decode("utf-8", "replace"), -1)
+                if img[row] < 0:
+                    break
+        return img
+
+
 def load_voc_detections(detections: PathLike, gt: GroundTruth) -> Detections:
     """Load the per-class detection files of ``gt.class_names`` from a folder.
 
@@ -365,18 +492,19 @@ def load_voc_detections(detections: PathLike, gt: GroundTruth) -> Detections:
     is not in ``gt.image_ids`` is an error naming the file and line.
     """
     files, unused = find_detection_files(detections, gt.class_names)
-    index = {image_id: i for i, image_id in enumerate(gt.image_ids)}
+    lookup = _ImageIndex(gt.image_ids)
     parts_img, parts_cls, parts_val, parts_order = [], [], [], []
     offset = 0
     for k, cls in enumerate(gt.class_names):
         path = files.get(cls)
         if path is None:
             continue
-        ids, values, line_numbers = _parse_detection_file(path)
-        img = np.fromiter((index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        ids, values, line_numbers = _detection_columns(_read_text_bytes(path), path)
+        img = lookup(ids)
         if (img < 0).any():
             row = int(np.flatnonzero(img < 0)[0])
-            raise InputError(f"Expected image ids of the image set but got {ids[row]!r}, "
+            raise InputError(f"Expected image ids of the image set but got "
+                             f"{ids[row].decode('utf-8', 'replace')!r}, "
                              f"which is not in it", path, f"line {line_numbers[row]}")
         parts_img.append(img)
         parts_cls.append(np.full(len(ids), k, dtype=np.int64))

@@ -1,0 +1,428 @@
+"""Streaming, mergeable evaluation for training loops and distributed evaluation.
+
+>>> metric = MeanAveragePrecision(protocol="coco", box_format="xywh")
+>>> metric.update(preds, targets, image_ids=[...])   # one list element per image
+>>> other.merge(metric)                              # shards from other processes
+>>> report = metric.compute()                        # same report as the CLI's
+
+``update`` converts and validates each batch and buffers it; matching runs on the
+buffer once it holds enough detections (and on what is left at ``compute``), so
+matching work is done once, in large vectorised steps, whatever the batch size.
+The state is plain numpy arrays and lists: it pickles, and shards merge by
+concatenation. Ties between equal scores are broken by image id, then by the
+position of the prediction within its image, so the figures do not depend on
+batch size, batch order or sharding.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .ap import COCO_RECALL_THRESHOLDS
+from .errors import InputError, expected
+from .evaluate import check_choice, coco_params, _check_iou
+from .match import CocoMatches, VocMatches, match_coco, match_voc
+from .report import (CocoReport, VocReport, build_coco_report, build_voc_report,
+                     fingerprint_rows)
+from .tables import Detections, GroundTruth
+
+__all__ = ["MeanAveragePrecision", "MetricInputError"]
+
+_FLUSH_DETECTIONS = 200_000  # buffered detections that trigger a matching pass
+
+
+class MetricInputError(InputError):
+    """Bad input to :meth:`MeanAveragePrecision.update` (a ``ValueError``)."""
+
+
+def _array(value: Any, image: Any, field: str, dtype) -> np.ndarray:
+    try:
+        arr = np.asarray(value)
+        if arr.dtype == object or arr.dtype.kind in "USV":
+            raise TypeError
+        return arr.astype(dtype, copy=False)
+    except (TypeError, ValueError):
+        raise MetricInputError(expected(field, "numeric array-like", value),
+                               f"image {image!r}") from None
+
+
+class _Pending:
+    """Converted, validated inputs not yet matched (columns + per-image offsets)."""
+
+    def __init__(self):
+        self.clear()
+
+    def clear(self):
+        self.images: List[int] = []       # local image index of each pending image
+        self.gt: List[tuple] = []         # (boxes, labels, difficult, crowd, area)
+        self.det: List[tuple] = []        # (boxes, scores, labels)
+        self.num_det = 0
+
+
+class MeanAveragePrecision:
+    """Mergeable mean-average-precision metric (COCO or PASCAL VOC rules).
+
+    Parameters
+    ----------
+    protocol : {"coco", "voc07", "voc12"}
+        COCO (pycocotools ``COCOeval``, bbox) or VOC with the 11-point / area metric.
+    box_format : {"xywh", "xyxy"}
+        Format of the boxes passed to :meth:`update`. COCO evaluates ``[x, y, w, h]``
+        (``xyxy`` input is converted with ``w = x2 - x1``); VOC evaluates inclusive
+        pixel corners ``[x1, y1, x2, y2]`` (``xywh`` input is converted with
+        ``x2 = x + w``).
+    class_names : mapping label -> name, or sequence of names, optional
+        Declares the classes: a sequence means labels ``0..n-1``. Labels outside the
+        declared classes are an error. Default: the labels seen.
+    iou_threshold, compat : VOC options, as :func:`deteval.evaluate_voc`.
+        Under ``compat="detectron2"``, ties are still broken by image id and position.
+    iou_thresholds, area_ranges, max_dets : COCO options, as :func:`deteval.evaluate_coco`.
+    """
+
+    def __init__(self, protocol: str = "coco", box_format: str = "xywh", *,
+                 class_names: Optional[Union[Mapping[int, str], Sequence[str]]] = None,
+                 iou_threshold: float = 0.5, compat: str = "devkit",
+                 iou_thresholds=None, area_ranges=None, max_dets=(1, 10, 100)):
+        check_choice("protocol", protocol, ("coco", "voc07", "voc12"))
+        check_choice("box_format", box_format, ("xywh", "xyxy"))
+        check_choice("compat", compat, ("devkit", "detectron2"))
+        self.protocol = protocol
+        self.box_format = box_format
+        self.compat = compat
+        self.iou_threshold = _check_iou("iou_threshold", iou_threshold)
+        self.iou_thresholds, self.area_ranges, self.max_dets, self._default_thr = coco_params(
+            iou_thresholds, area_ranges, max_dets)
+        if class_names is None:
+            self.class_names: Optional[Dict[int, str]] = None
+        elif isinstance(class_names, Mapping):
+            self.class_names = {int(k): str(v) for k, v in class_names.items()}
+        else:
+            self.class_names = {i: str(n) for i, n in enumerate(class_names)}
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        """Forget every image seen."""
+        self.image_ids: List[Any] = []
+        self._id_set: set = set()
+        self._pending = _Pending()
+        self._records: List[dict] = []     # matched chunks (columns)
+        self._gt_rows: List[dict] = []     # ground-truth columns per chunk
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_id_set"] = None  # rebuilt on load
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._id_set = set(self.image_ids)
+
+    def _params(self) -> tuple:
+        return (self.protocol, self.compat, self.iou_threshold, self.box_format,
+                tuple(self.iou_thresholds.tolist()), tuple(self.area_ranges.items()),
+                self.max_dets, self.class_names)
+
+    # ----------------------------------------------------------------- update
+    def update(self, preds: Sequence[Mapping[str, Any]], targets: Sequence[Mapping[str, Any]],
+               image_ids: Optional[Sequence[Any]] = None) -> None:
+        """Add a batch: ``preds[i]`` and ``targets[i]`` belong to image ``image_ids[i]``.
+
+        ``preds[i]``: ``boxes`` (N, 4), ``scores`` (N,), ``labels`` (N,).
+        ``targets[i]``: ``boxes`` (G, 4), ``labels`` (G,); optionally ``iscrowd`` and
+        ``area`` (COCO; default the box area) or ``difficult`` (VOC).
+        Arrays may be numpy arrays, lists or anything with ``__array__``.
+
+        Raises
+        ------
+        MetricInputError
+            Naming the image and the field.
+        """
+        if len(preds) != len(targets):
+            raise MetricInputError(f"Expected `preds` and `targets` to have the same length "
+                                   f"but got {len(preds)} and {len(targets)}", "update()")
+        if image_ids is None:
+            start = len(self.image_ids)
+            image_ids = list(range(start, start + len(preds)))
+            while any(i in self._id_set for i in image_ids):  # after a merge
+                start = max(int(i) for i in self._id_set if isinstance(i, (int, np.integer))) + 1
+                image_ids = list(range(start, start + len(preds)))
+        else:
+            image_ids = [i.item() if isinstance(i, np.generic) else i for i in image_ids]
+            if len(image_ids) != len(preds):
+                raise MetricInputError(f"Expected one image id per image ({len(preds)}) but "
+                                       f"got {len(image_ids)}", "update()")
+        seen = set()
+        for i in image_ids:
+            if i in self._id_set or i in seen:
+                raise MetricInputError(f"Expected each image once but got image id {i!r} "
+                                       f"again", "update()")
+            seen.add(i)
+        batch = [self._convert(p, t, i) for p, t, i in zip(preds, targets, image_ids)]
+        for image_id, (gt, det) in zip(image_ids, batch):
+            self._pending.images.append(len(self.image_ids))
+            self.image_ids.append(image_id)
+            self._id_set.add(image_id)
+            self._pending.gt.append(gt)
+            self._pending.det.append(det)
+            self._pending.num_det += det[1].shape[0]
+        if self._pending.num_det >= _FLUSH_DETECTIONS:
+            self._flush()
+
+    def _convert(self, pred: Mapping[str, Any], target: Mapping[str, Any], image: Any):
+        for name, obj, fields in (("preds", pred, ("boxes", "scores", "labels")),
+                                  ("targets", target, ("boxes", "labels"))):
+            if not isinstance(obj, Mapping):
+                raise MetricInputError(expected(name, "a dict per image", type(obj).__name__),
+                                       f"image {image!r}")
+            for f in fields:
+                if f not in obj:
+                    raise MetricInputError(f"Expected a `{name}['{f}']` field but got only "
+                                           f"{sorted(obj)}", f"image {image!r}")
+        det_boxes = self._boxes(pred["boxes"], image, "preds['boxes']")
+        n = det_boxes.shape[0]
+        scores = self._vector(pred["scores"], n, image, "preds['scores']", np.float64)
+        det_labels = self._labels(pred["labels"], n, image, "preds['labels']")
+        gt_boxes = self._boxes(target["boxes"], image, "targets['boxes']")
+        g = gt_boxes.shape[0]
+        gt_labels = self._labels(target["labels"], g, image, "targets['labels']")
+        flag_name = "iscrowd" if self.protocol == "coco" else "difficult"
+        if flag_name in target:
+            flags = self._vector(target[flag_name], g, image, f"targets['{flag_name}']",
+                                 np.float64)
+            if not np.isin(flags, (0, 1)).all():
+                raise MetricInputError(expected(f"targets['{flag_name}']", "0/1 or bool values",
+                                                flags[~np.isin(flags, (0, 1))][0]),
+                                       f"image {image!r}")
+            flags = flags.astype(bool)
+        else:
+            flags = np.zeros(g, dtype=bool)
+        if self.protocol == "coco" and "area" in target:
+            area = self._vector(target["area"], g, image, "targets['area']", np.float64)
+        elif self.protocol == "coco":
+            area = gt_boxes[:, 2] * gt_boxes[:, 3]
+        else:
+            area = (gt_boxes[:, 2] - gt_boxes[:, 0] + 1) * (gt_boxes[:, 3] - gt_boxes[:, 1] + 1)
+        return (gt_boxes, gt_labels, flags, area), (det_boxes, scores, det_labels)
+
+    def _vector(self, value, n, image, field, dtype) -> np.ndarray:
+        arr = _array(value, image, field, dtype).reshape(-1) if np.ndim(value) <= 1 else None
+        if arr is None or arr.shape[0] != n:
+            shape = np.shape(value)
+            raise MetricInputError(expected(field, f"shape ({n},)", f"shape {shape}"),
+                                   f"image {image!r}")
+        if dtype == np.float64 and not np.isfinite(arr).all():
+            raise MetricInputError(expected(field, "finite numbers", arr[~np.isfinite(arr)][0]),
+                                   f"image {image!r}")
+        return arr
+
+    def _labels(self, value, n, image, field) -> np.ndarray:
+        raw = self._vector(value, n, image, field, np.float64)
+        labels = raw.astype(np.int64)
+        if (labels != raw).any():
+            raise MetricInputError(expected(field, "integer category ids",
+                                            raw[labels != raw][0]), f"image {image!r}")
+        if self.class_names is not None:
+            unknown = ~np.isin(labels, list(self.class_names))
+            if unknown.any():
+                raise MetricInputError(expected(field, f"one of the declared class labels "
+                                                f"{sorted(self.class_names)[:10]}",
+                                                int(labels[unknown][0])), f"image {image!r}")
+        return labels
+
+    def _boxes(self, value, image, field) -> np.ndarray:
+        arr = _array(value, image, field, np.float64)
+        if arr.size == 0:
+            arr = arr.reshape(0, 4)
+        if arr.ndim != 2 or arr.shape[1] != 4:
+            raise MetricInputError(expected(field, "shape (N, 4)", f"shape {arr.shape}"),
+                                   f"image {image!r}")
+        if not np.isfinite(arr).all():
+            raise MetricInputError(expected(field, "finite numbers", arr[~np.isfinite(arr)][0]),
+                                   f"image {image!r}")
+        if self.box_format == "xywh":
+            bad = (arr[:, 2] < 0) | (arr[:, 3] < 0)
+        else:
+            bad = (arr[:, 2] < arr[:, 0]) | (arr[:, 3] < arr[:, 1])
+        if bad.any():
+            what = ("w >= 0 and h >= 0" if self.box_format == "xywh"
+                    else "x2 >= x1 and y2 >= y1")
+            raise MetricInputError(expected(field, f"boxes with {what} ({self.box_format})",
+                                            arr[bad][0].tolist()), f"image {image!r}")
+        if self.protocol == "coco" and self.box_format == "xyxy":
+            arr = np.stack([arr[:, 0], arr[:, 1], arr[:, 2] - arr[:, 0], arr[:, 3] - arr[:, 1]], 1)
+        elif self.protocol != "coco" and self.box_format == "xywh":
+            arr = np.stack([arr[:, 0], arr[:, 1], arr[:, 0] + arr[:, 2], arr[:, 1] + arr[:, 3]], 1)
+        return arr
+
+    # ------------------------------------------------------------------ match
+    def _flush(self) -> None:
+        """Match every pending image (one vectorised pass) and keep the records."""
+        p = self._pending
+        if not p.images:
+            return
+        local = np.array(p.images, dtype=np.int64)
+        n_gt = np.array([g[1].shape[0] for g in p.gt], dtype=np.int64)
+        n_det = np.array([d[1].shape[0] for d in p.det], dtype=np.int64)
+        gt_boxes = np.concatenate([g[0] for g in p.gt]).reshape(-1, 4)
+        gt_labels = np.concatenate([g[1] for g in p.gt])
+        gt_flags = np.concatenate([g[2] for g in p.gt])
+        gt_area = np.concatenate([g[3] for g in p.gt])
+        det_boxes = np.concatenate([d[0] for d in p.det]).reshape(-1, 4)
+        scores = np.concatenate([d[1] for d in p.det])
+        det_labels = np.concatenate([d[2] for d in p.det])
+        labels = np.unique(np.concatenate([gt_labels, det_labels]))
+        gt_image = np.repeat(np.arange(local.shape[0]), n_gt)
+        det_image = np.repeat(np.arange(local.shape[0]), n_det)
+        # position of each prediction within its image: the tie-break after the image id
+        position = np.arange(scores.shape[0]) - np.repeat(np.cumsum(n_det) - n_det, n_det)
+        coco = self.protocol == "coco"
+        gt = GroundTruth(
+            image_idx=gt_image, class_idx=np.searchsorted(labels, gt_labels), boxes=gt_boxes,
+            difficult=np.zeros_like(gt_flags) if coco else gt_flags,
+            crowd=gt_flags if coco else np.zeros_like(gt_flags), area=gt_area,
+            image_ids=np.arange(local.shape[0]), class_names=tuple(str(x) for x in labels),
+            class_ids=labels, box_format="xywh" if coco else "xyxy_pixel")
+        det = Detections(image_idx=det_image, class_idx=np.searchsorted(labels, det_labels),
+                         boxes=det_boxes, scores=scores,
+                         order=np.arange(scores.shape[0], dtype=np.int64))
+        if coco:
+            areas = np.array(list(self.area_ranges.values()), dtype=np.float64).reshape(-1, 2)
+            m = match_coco(gt, det, self.iou_thresholds, areas, self.max_dets[-1])
+            # rows of m are a subset of det (cut to max_dets); recover their image / position
+            # from (class, image_key=local image, rank): image_key is the batch image index
+            lo, hi = areas[:, 0], areas[:, 1]
+            gt_ignored = gt.crowd[:, None] | (gt_area[:, None] < lo) | (gt_area[:, None] > hi)
+            self._records.append({
+                "label": labels[m.class_idx], "score": m.scores, "image": local[m.image_key],
+                "rank": m.rank, "matched": m.matched, "ignored": m.ignored})
+            self._gt_rows.append({"label": gt_labels, "image": local[gt_image],
+                                  "ignored": gt_ignored, "boxes": gt_boxes, "flags": gt_flags,
+                                  "area": gt_area})
+        else:
+            m = match_voc(gt, det, self.iou_threshold, self.compat)
+            self._records.append({"label": det_labels, "score": scores,
+                                  "image": local[det_image], "position": position,
+                                  "outcome": m.outcome})
+            self._gt_rows.append({"label": gt_labels, "image": local[gt_image],
+                                  "flags": gt_flags, "boxes": gt_boxes, "area": gt_area})
+        p.clear()
+
+    # ------------------------------------------------------------------ merge
+    def merge(self, other: "MeanAveragePrecision") -> "MeanAveragePrecision":
+        """Add another metric's images (e.g. from another process). Returns ``self``.
+
+        Both must use the same protocol and parameters; sharing an image id is an error.
+        """
+        if not isinstance(other, MeanAveragePrecision):
+            raise MetricInputError(expected("other", "a MeanAveragePrecision",
+                                            type(other).__name__), "merge()")
+        if other._params() != self._params():
+            raise MetricInputError("Expected metrics with the same protocol and parameters "
+                                   "but got different ones", "merge()")
+        shared = self._id_set.intersection(other.image_ids)
+        if shared:
+            raise MetricInputError(f"Expected disjoint image ids but both metrics hold "
+                                   f"{len(shared)} of them, e.g. {sorted(shared, key=str)[0]!r}",
+                                   "merge()")
+        other = copy.deepcopy(other)
+        other._flush()
+        offset = len(self.image_ids)
+        for chunk in other._records:
+            chunk["image"] = chunk["image"] + offset
+            self._records.append(chunk)
+        for chunk in other._gt_rows:
+            chunk["image"] = chunk["image"] + offset
+            self._gt_rows.append(chunk)
+        self._pending.images += [i + offset for i in other._pending.images]
+        self.image_ids += other.image_ids
+        self._id_set.update(other.image_ids)
+        return self
+
+    # ---------------------------------------------------------------- compute
+    def _image_rank(self) -> np.ndarray:
+        """Rank of each local image by image id (ints numerically, else as strings)."""
+        ids = self.image_ids
+        if all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids):
+            keys = np.array(ids, dtype=np.int64) if ids else np.zeros(0, dtype=np.int64)
+        else:
+            keys = np.array([str(i) for i in ids], dtype=object)
+        order = np.argsort(keys, kind="stable")
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[order] = np.arange(len(ids))
+        return rank
+
+    def compute(self) -> Union[CocoReport, VocReport]:
+        """The report of every image so far: ``report.to_dict()`` is the CLI's JSON."""
+        self._flush()
+        rank = self._image_rank()
+        gt = _concat(self._gt_rows, ("label", "image", "flags", "boxes", "area"))
+        rec = _concat(self._records, ("label", "score", "image"))
+        labels = np.unique(np.concatenate([gt["label"], rec["label"]]))
+        if self.class_names is not None:
+            labels = np.array(sorted(self.class_names), dtype=np.int64)
+        names = [self.class_names[int(x)] if self.class_names else str(int(x)) for x in labels]
+        K = labels.shape[0]
+        gt_cls = np.searchsorted(labels, gt["label"])
+        rec_cls = np.searchsorted(labels, rec["label"])
+        # fingerprint keys as the loaders use them: COCO category ids, VOC class names
+        fp_keys = names if self.protocol != "coco" else [int(x) for x in labels]
+        inputs = {"source": "MeanAveragePrecision", "num_images": len(self.image_ids),
+                  "num_detections": int(rec["score"].shape[0]),
+                  "ground_truth_sha256": fingerprint_rows(
+                      np.array(self.image_ids, dtype=object)[gt["image"]]
+                      if len(self.image_ids) else [],
+                      [fp_keys[c] for c in gt_cls], gt["boxes"].reshape(-1, 4),
+                      gt["flags"] if self.protocol != "coco" else np.zeros(gt_cls.shape, bool),
+                      gt["flags"] if self.protocol == "coco" else np.zeros(gt_cls.shape, bool),
+                      gt["area"])}
+        if self.protocol == "coco":
+            extra = _concat(self._records, ("rank",))
+            A, T = len(self.area_ranges), self.iou_thresholds.shape[0]
+            matched = _concat3(self._records, "matched", A, T)
+            ignored = _concat3(self._records, "ignored", A, T)
+            gt_ig = _concat(self._gt_rows, ("ignored",))["ignored"].reshape(-1, A)
+            num_gt = np.zeros((K, A), dtype=np.int64)
+            for a in range(A):
+                num_gt[:, a] = np.bincount(gt_cls[~gt_ig[:, a]], minlength=K)
+            matches = CocoMatches(class_idx=rec_cls, scores=rec["score"],
+                                  image_key=rank[rec["image"]], rank=extra["rank"],
+                                  matched=matched, ignored=ignored, num_gt=num_gt)
+            return build_coco_report(matches, labels, names, self.iou_thresholds,
+                                     self.area_ranges, self.max_dets, COCO_RECALL_THRESHOLDS,
+                                     self._default_thr, inputs=inputs)
+        extra = _concat(self._records, ("position", "outcome"))
+        width = int(extra["position"].max()) + 1 if extra["position"].shape[0] else 1
+        tie_key = rank[rec["image"]] * width + extra["position"]
+        difficult = gt["flags"].astype(bool)
+        matches = VocMatches(
+            class_idx=rec_cls, scores=rec["score"], tie_key=tie_key,
+            outcome=extra["outcome"].astype(np.int8),
+            num_gt=np.bincount(gt_cls[~difficult], minlength=K).astype(np.int64),
+            num_difficult=np.bincount(gt_cls[difficult], minlength=K).astype(np.int64))
+        return build_voc_report(matches, names, self.protocol, self.compat, self.iou_threshold,
+                                inputs=inputs)
+
+
+def _concat(chunks: List[dict], keys: Sequence[str]) -> Dict[str, np.ndarray]:
+    out = {}
+    for k in keys:
+        parts = [c[k] for c in chunks]
+        if parts:
+            out[k] = np.concatenate(parts)
+        elif k == "boxes":
+            out[k] = np.zeros((0, 4))
+        elif k in ("score", "area"):
+            out[k] = np.zeros(0)
+        elif k in ("flags",):
+            out[k] = np.zeros(0, dtype=bool)
+        else:
+            out[k] = np.zeros(0, dtype=np.int64)
+    return out
+
+
+def _concat3(chunks: List[dict], key: str, A: int, T: int) -> np.ndarray:
+    parts = [c[key] for c in chunks]
+    return np.concatenate(parts, axis=2) if parts else np.zeros((A, T, 0), dtype=bool)
