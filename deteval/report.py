@@ -234,23 +234,27 @@ class CocoReport:
                 "params": dict(self.params), "inputs": dict(self.inputs)}
 
     def format_table(self) -> str:
+        """The named summary figures, then one row per class."""
         names = list(self.stats)
-        lines = ["Summary"]
+        p = self.params
+        thr = p.get("iou_thresholds", [])
+        span = (f"{thr[0]:.2f}:{thr[-1]:.2f}" if len(thr) > 1 else f"{thr[0]:.2f}") if thr else ""
+        lines = [f"COCO bbox  (IoU {span}, max dets {','.join(map(str, p.get('max_dets', [])))})"]
         for n in names:
             v = self.stats[n]
             lines.append(f"  {n:<10} {'-' if v is None else f'{v:.4f}':>8}")
-        per = [n for n in names if n in ("AP", "AP50", "AP75")] or names[:3]
-        per += [n for n in names if n.startswith("AR")][-1:] if names else []
-        per = [p for i, p in enumerate(per) if p not in per[:i]]
+        ar_max = [n for n in names if n == f"AR{p.get('max_dets', [0])[-1]}"]
+        per = [n for n in names if n.startswith("AP")] + ar_max
         width = max([len("class")] + [len(c["name"]) for c in self.classes])
-        head = f"{'id':>5}  {'class':<{width}}  " + "  ".join(f"{p:>7}" for p in per)
+        head = f"{'id':>5}  {'class':<{width}}  " + "  ".join(f"{n:>7}" for n in per)
         lines += ["", head, "-" * len(head)]
         for c in self.classes:
-            vals = "  ".join(f"{'-' if c[p] is None else f'{c[p]:.4f}':>7}" for p in per)
+            vals = "  ".join(f"{'-' if c[n] is None else f'{c[n]:.4f}':>7}" for n in per)
             lines.append(f"{c['id']:>5}  {c['name']:<{width}}  {vals}")
-        if any(c["AP"] is None for c in self.classes):
-            lines.append("- : undefined (the class has no non-crowd ground truth in that "
-                         "area range)")
+        if any(c[n] is None for c in self.classes for n in per):
+            lines.append("")
+            lines.append("- : undefined: no non-crowd ground truth of that class in that area "
+                         "range (pycocotools prints -1)")
         return "\n".join(lines)
 
 
