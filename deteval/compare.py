@@ -89,11 +89,40 @@ def load_report(source: ReportLike, what: str = "report") -> dict:
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"Expected a JSON report written by `deteval voc|coco --json` but got "
                          f"invalid JSON ({exc})", path) from None
-    if not isinstance(data, dict) or data.get("protocol") not in ("voc", "coco"):
-        raise InputError(expected("report", "a JSON report written by `deteval voc|coco "
-                                  "--json`", type(data).__name__ if not isinstance(data, dict)
-                                  else f"an object with protocol {data.get('protocol')!r}"), path)
+    _check_report(data, path)
     return data
+
+
+def _is_figure(v) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _check_report(data: Any, source) -> None:
+    """Refuse anything that is not a well-formed report, naming what is wrong."""
+    def bad(what: str, wanted: str, found) -> InputError:
+        return InputError(expected(what, wanted, found), source)
+
+    if not isinstance(data, dict) or data.get("protocol") not in ("voc", "coco"):
+        raise bad("report", "a JSON report written by `deteval voc|coco --json`",
+                  type(data).__name__ if not isinstance(data, dict)
+                  else f"an object with protocol {data.get('protocol')!r}")
+    if data["protocol"] == "voc":
+        if not _is_figure(data.get("mAP", "missing")):
+            raise bad("mAP", "a number or null", data.get("mAP", "missing"))
+        figure_key = "ap"
+    else:
+        stats = data.get("stats")
+        if not isinstance(stats, dict) or not all(_is_figure(v) for v in stats.values()):
+            raise bad("stats", "an object of numbers or nulls", stats)
+        figure_key = None
+    classes = data.get("classes", [])
+    if not isinstance(classes, list) or not all(isinstance(c, dict) for c in classes):
+        raise bad("classes", "a list of objects", classes)
+    for c in classes:
+        values = [c.get(figure_key)] if figure_key else [
+            v for k, v in c.items() if k not in ("id", "name")]
+        if not all(_is_figure(v) for v in values):
+            raise bad("classes", "per-class figures that are numbers or nulls", c)
 
 
 def _check_comparable(base: dict, cand: dict) -> None:
@@ -154,6 +183,8 @@ def compare_reports(baseline: ReportLike, candidate: ReportLike, *, max_drop: fl
     """
     base = load_report(baseline, "baseline")
     cand = load_report(candidate, "candidate")
+    _check_report(base, "baseline")
+    _check_report(cand, "candidate")
     try:
         max_drop = float(max_drop)
     except (TypeError, ValueError):

@@ -85,15 +85,18 @@ class MeanAveragePrecision:
                  class_names: Optional[Union[Mapping[int, str], Sequence[str]]] = None,
                  iou_threshold: float = 0.5, compat: str = "devkit",
                  iou_thresholds=None, area_ranges=None, max_dets=(1, 10, 100)):
-        check_choice("protocol", protocol, ("coco", "voc07", "voc12"))
-        check_choice("box_format", box_format, ("xywh", "xyxy"))
-        check_choice("compat", compat, ("devkit", "detectron2"))
+        try:
+            check_choice("protocol", protocol, ("coco", "voc07", "voc12"))
+            check_choice("box_format", box_format, ("xywh", "xyxy"))
+            check_choice("compat", compat, ("devkit", "detectron2"))
+            self.iou_threshold = _check_iou("iou_threshold", iou_threshold)
+            self.iou_thresholds, self.area_ranges, self.max_dets, self._default_thr = \
+                coco_params(iou_thresholds, area_ranges, max_dets)
+        except InputError as exc:
+            raise MetricInputError(exc.message, "MeanAveragePrecision()") from None
         self.protocol = protocol
         self.box_format = box_format
         self.compat = compat
-        self.iou_threshold = _check_iou("iou_threshold", iou_threshold)
-        self.iou_thresholds, self.area_ranges, self.max_dets, self._default_thr = coco_params(
-            iou_thresholds, area_ranges, max_dets)
         if class_names is None:
             self.class_names: Optional[Dict[int, str]] = None
         elif isinstance(class_names, Mapping):
@@ -109,6 +112,7 @@ class MeanAveragePrecision:
         self._id_set: set = set()
         self._pending = _Pending()
         self._records: List[dict] = []     # matched chunks (columns)
+        self._num_detections = 0           # every prediction, before any max_dets cut
         self._gt_rows: List[dict] = []     # ground-truth columns per chunk
 
     def __getstate__(self):
@@ -168,6 +172,7 @@ class MeanAveragePrecision:
             self._pending.gt.append(gt)
             self._pending.det.append(det)
             self._pending.num_det += det[1].shape[0]
+            self._num_detections += det[1].shape[0]
         if self._pending.num_det >= _FLUSH_DETECTIONS:
             self._flush()
 
@@ -337,6 +342,7 @@ class MeanAveragePrecision:
             chunk["image"] = chunk["image"] + offset
             self._gt_rows.append(chunk)
         self._pending.images += [i + offset for i in other._pending.images]
+        self._num_detections += other._num_detections
         self.image_ids += other.image_ids
         self._id_set.update(other.image_ids)
         return self
@@ -370,7 +376,7 @@ class MeanAveragePrecision:
         # fingerprint keys as the loaders use them: COCO category ids, VOC class names
         fp_keys = names if self.protocol != "coco" else [int(x) for x in labels]
         inputs = {"source": "MeanAveragePrecision", "num_images": len(self.image_ids),
-                  "num_detections": int(rec["score"].shape[0]),
+                  "num_detections": int(self._num_detections),
                   "ground_truth_sha256": fingerprint_rows(
                       np.array(self.image_ids, dtype=object)[gt["image"]]
                       if len(self.image_ids) else [],
