@@ -42,49 +42,61 @@ static const double POW10[23] = {
 
 #define MAX_EXACT_MANTISSA (((uint64_t)1) << 53)
 
-/* Fast exact decimal parse of [s, e). Returns 1 and sets *out if handled, else 0. */
-static int
-fast_float(const char *s, const char *e, double *out)
+/* Fast exact parse of the number at s (not beyond e): [+-]digits[.digits][(e|E)[+-]digits]
+ * with at least one mantissa digit. Returns the end of the number and sets *out if the
+ * exact path applies (the caller checks a separator follows), else NULL. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
+
+/* With a sentinel (a NUL right after the data, as in every bytes object), loops need no
+ * bounds checks: no loop continues over a NUL. */
+#define IN(q, e) (sentinel || (q) < (e))
+
+ALWAYS_INLINE const unsigned char *
+fast_number(const unsigned char *p, const unsigned char *e, double *out, const int sentinel)
 {
 #if DETEVAL_FAST_FLOAT
-    const char *p = s;
     int neg = 0, any = 0;
     uint64_t m = 0;
-    int64_t frac = 0, ex = 0;
-    if (p < e && (*p == '+' || *p == '-')) {
+    int64_t frac = 0, ex = 0, e10;
+    double v;
+    if (IN(p, e) && (*p == '+' || *p == '-')) {
         neg = (*p == '-');
         p++;
     }
-    while (p < e && (unsigned char)(*p - '0') < 10) {
+    while (IN(p, e) && (unsigned char)(*p - '0') < 10) {
         m = m * 10 + (uint64_t)(*p - '0');
         if (m > MAX_EXACT_MANTISSA)
-            return 0;
+            return NULL;
         p++;
         any = 1;
     }
-    if (p < e && *p == '.') {
+    if (IN(p, e) && *p == '.') {
         p++;
-        while (p < e && (unsigned char)(*p - '0') < 10) {
+        while (IN(p, e) && (unsigned char)(*p - '0') < 10) {
             m = m * 10 + (uint64_t)(*p - '0');
             if (m > MAX_EXACT_MANTISSA)
-                return 0;
+                return NULL;
             frac++;
             p++;
             any = 1;
         }
     }
     if (!any)
-        return 0;
-    if (p < e && (*p == 'e' || *p == 'E')) {
+        return NULL;
+    if (IN(p, e) && (*p == 'e' || *p == 'E')) {
         int eneg = 0;
         p++;
-        if (p < e && (*p == '+' || *p == '-')) {
+        if (IN(p, e) && (*p == '+' || *p == '-')) {
             eneg = (*p == '-');
             p++;
         }
-        if (p >= e || (unsigned char)(*p - '0') >= 10)
-            return 0;
-        while (p < e && (unsigned char)(*p - '0') < 10) {
+        if (!IN(p, e) || (unsigned char)(*p - '0') >= 10)
+            return NULL;
+        while (IN(p, e) && (unsigned char)(*p - '0') < 10) {
             if (ex < 1000000000)
                 ex = ex * 10 + (*p - '0');
             p++;
@@ -92,25 +104,20 @@ fast_float(const char *s, const char *e, double *out)
         if (eneg)
             ex = -ex;
     }
-    if (p != e)
-        return 0;
-    {
-        double v;
-        int64_t e10 = ex - frac;
-        if (m == 0)
-            v = 0.0;
-        else if (e10 < -22 || e10 > 22)
-            return 0;
-        else if (e10 >= 0)
-            v = (double)m * POW10[e10];
-        else
-            v = (double)m / POW10[-e10];
-        *out = neg ? -v : v;
-        return 1;
-    }
+    e10 = ex - frac;
+    if (m == 0)
+        v = 0.0;
+    else if (e10 < -22 || e10 > 22)
+        return NULL;
+    else if (e10 >= 0)
+        v = (double)m * POW10[e10];
+    else
+        v = (double)m / POW10[-e10];
+    *out = neg ? -v : v;
+    return p;
 #else
-    (void)s; (void)e; (void)out;
-    return 0;
+    (void)p; (void)e; (void)out; (void)sentinel;
+    return NULL;
 #endif
 }
 
@@ -171,9 +178,11 @@ slow_float(const char *s, Py_ssize_t n, double *out)
 }
 
 typedef struct {
+    /* output rows, written straight into the result bytearrays (allocated for the most
+     * rows the input can hold: a row takes >= 12 bytes with its line end) */
     double *values;     /* 5 per row */
     int64_t *id_start, *id_len, *line;
-    Py_ssize_t rows, cap;
+    Py_ssize_t rows;
     int64_t *slow;      /* pairs (value index, token start), token length in slow_len */
     int64_t *slow_len;
     Py_ssize_t nslow, slow_cap;
@@ -183,29 +192,6 @@ typedef struct {
 } scan_t;
 
 enum { ERR_NONE = 0, ERR_FIELDS = 1, ERR_NUMBER = 2, ERR_BINARY = 3, ERR_NOMEM = -1 };
-
-static int
-grow_rows(scan_t *st)
-{
-    Py_ssize_t cap = st->cap ? st->cap * 2 : 1024;
-    double *v = (double *)PyMem_RawRealloc(st->values, (size_t)cap * 5 * sizeof(double));
-    if (v == NULL)
-        return -1;
-    st->values = v;
-#define GROW(field)                                                                   \
-    do {                                                                              \
-        int64_t *q = (int64_t *)PyMem_RawRealloc(st->field, (size_t)cap * sizeof(int64_t)); \
-        if (q == NULL)                                                                \
-            return -1;                                                                \
-        st->field = q;                                                                \
-    } while (0)
-    GROW(id_start);
-    GROW(id_len);
-    GROW(line);
-#undef GROW
-    st->cap = cap;
-    return 0;
-}
 
 static int
 push_slow(scan_t *st, int64_t index, int64_t start, int64_t len)
@@ -229,76 +215,66 @@ push_slow(scan_t *st, int64_t index, int64_t start, int64_t len)
     return 0;
 }
 
-#define IS_BLANK(c) ((c) == ' ' || (c) == '\t' || (c) == '\v' || (c) == '\f')
-#define IS_SEP(c) (IS_BLANK(c) || (c) == '\n' || (c) == '\r')
+/* byte classes, as bytes.split() / bytes.splitlines() see them */
+enum { C_TOKEN = 0, C_BLANK = 1, C_EOL = 2, C_NUL = 3 };
+static unsigned char CLS[256];
 
-/* The GIL-free part: tokenize, count fields, fast-parse numbers. */
 static void
-scan(const char *buf, Py_ssize_t n, scan_t *st)
+init_classes(void)
 {
-    const char *p = buf, *end = buf + n;
+    CLS[' '] = CLS['\t'] = CLS['\v'] = CLS['\f'] = C_BLANK;
+    CLS['\n'] = CLS['\r'] = C_EOL;
+    CLS[0] = C_NUL;
+}
+
+#define SKIP_BLANKS() while (IN(p, end) && CLS[*p] == C_BLANK) p++
+#define SKIP_TOKEN() while (IN(p, end) && CLS[*p] == C_TOKEN) p++
+
+/* The GIL-free part: tokenize, count fields, fast-parse numbers.
+ * sentinel: buf[n] is readable and NUL. */
+ALWAYS_INLINE void
+scan_impl(const char *buf, Py_ssize_t n, scan_t *st, const int sentinel)
+{
+    const unsigned char *base = (const unsigned char *)buf;
+    const unsigned char *p = base, *end = base + n, *line_start, *t, *q;
     int64_t lineno = 1;
+    Py_ssize_t r;
+    int k;
     while (p < end) {
-        const char *line_start = p;
-        const char *tok[6];
-        Py_ssize_t tlen[6];
-        int ntok = 0;
-        /* tokens of this line */
-        for (;;) {
-            while (p < end && IS_BLANK(*p))
-                p++;
-            if (p >= end || *p == '\n' || *p == '\r')
-                break;
-            {
-                const char *t = p;
-                while (p < end && !IS_SEP(*p)) {
-                    if (*p == '\0') {
-                        st->err_kind = ERR_BINARY;
-                        st->err_line = lineno;
-                        st->err_start = p - buf;
-                        st->err_len = 1;
-                        return;
-                    }
-                    p++;
-                }
-                if (ntok < 6) {
-                    tok[ntok] = t;
-                    tlen[ntok] = p - t;
-                }
-                ntok++;
-            }
-        }
-        if (ntok == 6) {
-            Py_ssize_t r = st->rows;
-            int k;
-            if (r == st->cap && grow_rows(st) < 0) {
-                st->err_kind = ERR_NOMEM;
-                return;
-            }
-            st->id_start[r] = tok[0] - buf;
-            st->id_len[r] = tlen[0];
+        line_start = p;
+        SKIP_BLANKS();
+        if (p < end && CLS[*p] != C_EOL) {
+            /* a non-blank line: the id, then five numbers */
+            t = p;
+            SKIP_TOKEN();
+            if (p < end && *p == 0)
+                goto binary;
+            r = st->rows;
+            st->id_start[r] = t - base;
+            st->id_len[r] = p - t;
             st->line[r] = lineno;
             for (k = 0; k < 5; k++) {
                 double *slot = &st->values[5 * r + k];
-                if (!fast_float(tok[k + 1], tok[k + 1] + tlen[k + 1], slot)) {
-                    *slot = 0.0;
-                    if (push_slow(st, 5 * r + k, tok[k + 1] - buf, tlen[k + 1]) < 0) {
-                        st->err_kind = ERR_NOMEM;
-                        return;
-                    }
+                SKIP_BLANKS();
+                if (p >= end || CLS[*p] == C_EOL)
+                    goto fields;
+                t = p;
+                q = fast_number(p, end, slot, sentinel);
+                if (q != NULL && (q == end || CLS[*q] == C_BLANK || CLS[*q] == C_EOL)) {
+                    p = q;
+                    continue;
                 }
+                SKIP_TOKEN();
+                if (p < end && *p == 0)
+                    goto binary;
+                *slot = 0.0;
+                if (push_slow(st, 5 * r + k, t - base, p - t) < 0)
+                    goto nomem;
             }
+            SKIP_BLANKS();
+            if (p < end && CLS[*p] != C_EOL)
+                goto fields;
             st->rows = r + 1;
-        }
-        else if (ntok != 0) {
-            const char *q = line_start;
-            while (q < end && *q != '\n' && *q != '\r')
-                q++;
-            st->err_kind = ERR_FIELDS;
-            st->err_line = lineno;
-            st->err_start = line_start - buf;
-            st->err_len = q - line_start;
-            return;
         }
         /* line end: "\n", "\r" or "\r\n" (as bytes.splitlines) */
         if (p < end) {
@@ -309,12 +285,50 @@ scan(const char *buf, Py_ssize_t n, scan_t *st)
             lineno++;
         }
     }
+    return;
+fields:
+    /* the slow tokens of this line do not count; a NUL in the line wins */
+    while (st->nslow > 0 && st->slow[2 * (st->nslow - 1)] >= 5 * (int64_t)st->rows)
+        st->nslow--;
+    for (p = line_start; p < end && CLS[*p] != C_EOL; p++)
+        if (*p == 0)
+            goto binary;
+    st->err_kind = ERR_FIELDS;
+    st->err_line = lineno;
+    st->err_start = line_start - base;
+    st->err_len = p - line_start;
+    return;
+binary:
+    while (st->nslow > 0 && st->slow[2 * (st->nslow - 1)] >= 5 * (int64_t)st->rows)
+        st->nslow--;
+    st->err_kind = ERR_BINARY;
+    st->err_line = lineno;
+    st->err_start = p - base;
+    st->err_len = 1;
+    return;
+nomem:
+    st->err_kind = ERR_NOMEM;
 }
 
-static PyObject *
-to_bytearray(const void *data, Py_ssize_t nbytes)
+static void
+scan_sentinel(const char *buf, Py_ssize_t n, scan_t *st)
 {
-    return PyByteArray_FromStringAndSize(nbytes ? (const char *)data : "", nbytes);
+    scan_impl(buf, n, st, 1);
+}
+
+static void
+scan_checked(const char *buf, Py_ssize_t n, scan_t *st)
+{
+    scan_impl(buf, n, st, 0);
+}
+
+static void
+scan(const char *buf, Py_ssize_t n, scan_t *st, int sentinel)
+{
+    if (sentinel)
+        scan_sentinel(buf, n, st);
+    else
+        scan_checked(buf, n, st);
 }
 
 static PyObject *
@@ -322,21 +336,40 @@ scan_detections(PyObject *self, PyObject *arg)
 {
     Py_buffer view;
     scan_t st;
-    PyObject *values = NULL, *id_start = NULL, *id_len = NULL, *line = NULL;
+    PyObject *out[4] = {NULL, NULL, NULL, NULL};  /* values, id_start, id_len, line */
+    const Py_ssize_t row_size[4] = {5 * sizeof(double), sizeof(int64_t), sizeof(int64_t),
+                                    sizeof(int64_t)};
     PyObject *error = NULL, *result = NULL;
-    Py_ssize_t i;
+    Py_ssize_t i, max_rows;
+    int sentinel;
     (void)self;
 
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     memset(&st, 0, sizeof(st));
+    /* bytes objects always have a NUL after their data */
+    sentinel = PyBytes_CheckExact(arg) && view.buf == (void *)PyBytes_AS_STRING(arg);
+    max_rows = view.len / 12 + 1;
+    for (i = 0; i < 4; i++) {
+        if (max_rows > PY_SSIZE_T_MAX / row_size[i]) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        out[i] = PyByteArray_FromStringAndSize(NULL, max_rows * row_size[i]);
+        if (out[i] == NULL)
+            goto done;
+    }
+    st.values = (double *)PyByteArray_AS_STRING(out[0]);
+    st.id_start = (int64_t *)PyByteArray_AS_STRING(out[1]);
+    st.id_len = (int64_t *)PyByteArray_AS_STRING(out[2]);
+    st.line = (int64_t *)PyByteArray_AS_STRING(out[3]);
     if (view.len > (1 << 16)) {
         Py_BEGIN_ALLOW_THREADS
-        scan((const char *)view.buf, view.len, &st);
+        scan((const char *)view.buf, view.len, &st, sentinel);
         Py_END_ALLOW_THREADS
     }
     else
-        scan((const char *)view.buf, view.len, &st);
+        scan((const char *)view.buf, view.len, &st, sentinel);
     if (st.err_kind == ERR_NOMEM) {
         PyErr_NoMemory();
         goto done;
@@ -369,22 +402,14 @@ scan_detections(PyObject *self, PyObject *arg)
     }
     if (error == NULL)
         goto done;
-    values = to_bytearray(st.values, st.rows * 5 * (Py_ssize_t)sizeof(double));
-    id_start = to_bytearray(st.id_start, st.rows * (Py_ssize_t)sizeof(int64_t));
-    id_len = to_bytearray(st.id_len, st.rows * (Py_ssize_t)sizeof(int64_t));
-    line = to_bytearray(st.line, st.rows * (Py_ssize_t)sizeof(int64_t));
-    if (values && id_start && id_len && line)
-        result = PyTuple_Pack(5, values, id_start, id_len, line, error);
+    for (i = 0; i < 4; i++)
+        if (PyByteArray_Resize(out[i], st.rows * row_size[i]) < 0)
+            goto done;
+    result = PyTuple_Pack(5, out[0], out[1], out[2], out[3], error);
 done:
-    Py_XDECREF(values);
-    Py_XDECREF(id_start);
-    Py_XDECREF(id_len);
-    Py_XDECREF(line);
+    for (i = 0; i < 4; i++)
+        Py_XDECREF(out[i]);
     Py_XDECREF(error);
-    PyMem_RawFree(st.values);
-    PyMem_RawFree(st.id_start);
-    PyMem_RawFree(st.id_len);
-    PyMem_RawFree(st.line);
     PyMem_RawFree(st.slow);
     PyMem_RawFree(st.slow_len);
     PyBuffer_Release(&view);
@@ -409,5 +434,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__textscan(void)
 {
+    init_classes();
     return PyModule_Create(&module);
 }

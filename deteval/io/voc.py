@@ -106,6 +106,10 @@ def _parse_xml(path: Path) -> "etree._Element":
         raise InputError(f"Expected well-formed XML but got: {exc}", path) from None
     if root is None:
         raise InputError("Expected an <annotation> document but got an empty document", path)
+    info = root.getroottree().docinfo
+    if info.doctype or info.internalDTD is not None:  # e.g. a DOCTYPE in UTF-7 / UTF-16
+        raise InputError("Expected a VOC annotation without DTD or entity declarations but "
+                         "got a <!DOCTYPE> (refused: untrusted XML)", path)
     if root.tag != "annotation":
         raise InputError(expected("root element", "<annotation>", f"<{root.tag}>"), path,
                          f"line {root.sourceline}")
@@ -379,21 +383,42 @@ def _scan_detections_c(data: bytes):
                         np.frombuffer(id_len, dtype=np.int64)), values, line_numbers)
 
 
+# bit masks keeping the first k bytes of a little-endian 8-byte word, k = 0..8
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype="<u8")
+
+
+def _id_array_too_wide(n: int, width: int, total: int) -> bool:
+    """True if a fixed-width array of ``n`` ids would be mostly padding (a few very
+    long ids): such ids are kept as an object array of bytes instead."""
+    return n * width > 2 * total + (1 << 24)
+
+
+def _id_array(ids: List[bytes]) -> np.ndarray:
+    """Raw id tokens as a fixed-width ``S`` array (or object array, see above)."""
+    if not ids:
+        return np.zeros(0, dtype="S8")
+    width = max(map(len, ids))
+    if _id_array_too_wide(len(ids), width, sum(map(len, ids))):
+        return np.array(ids, dtype=object)
+    return np.array(ids, dtype=f"S{width}")
+
+
 def _gather_ids(data: bytes, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """The tokens ``data[start:start + length]`` as a fixed-width ``S`` array."""
+    """The tokens ``data[start:start + length]`` as a fixed-width ``S`` array (width a
+    multiple of 8, NUL-padded), gathered as 8-byte little-endian words."""
     n = len(start)
     if n == 0:
-        return np.zeros(0, dtype="S1")
-    width = int(length.max())
-    if n * width > 1 << 24:  # some very long id: an index matrix would be too large
+        return np.zeros(0, dtype="S8")
+    nwords = (int(length.max()) + 7) // 8
+    if _id_array_too_wide(n, 8 * nwords, int(length.sum())):
         return np.array([data[s:s + k] for s, k in zip(start.tolist(), length.tolist())],
-                        dtype=f"S{width}")
-    cols = np.arange(width)
-    idx = start[:, None] + cols
-    np.minimum(idx, len(data) - 1, out=idx)
-    chars = np.frombuffer(data, dtype=np.uint8)[idx]
-    chars[cols >= length[:, None]] = 0
-    return chars.view(f"S{width}").reshape(n)
+                        dtype=object)
+    padded = data + bytes(8 * nwords)  # every word read below lies inside
+    windows = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    words = np.empty((n, nwords), dtype="<u8")
+    for w in range(nwords):
+        words[:, w] = windows[start + 8 * w] & _LOW_BYTES[np.clip(length - 8 * w, 0, 8)]
+    return words.view(f"S{8 * nwords}").reshape(n)
 
 
 def _parse_detection_bytes(data: bytes, path: Path):
@@ -407,7 +432,7 @@ def _parse_detection_bytes(data: bytes, path: Path):
                          f"but got {fields[bad]}: {lines[bad][:80].decode('utf-8', 'replace')!r}",
                          path, f"line {bad + 1}")
     line_numbers = np.flatnonzero(np.array(fields, dtype=np.int64)) + 1
-    ids = np.array(tokens[0::6], dtype="S") if tokens else np.zeros(0, dtype="S1")
+    ids = _id_array(tokens[0::6])
     try:
         values = np.array([tokens[1::6], tokens[2::6], tokens[3::6], tokens[4::6],
                            tokens[5::6]], dtype=np.float64).T.reshape(-1, 5)
@@ -442,8 +467,9 @@ class _ImageIndex:
 
     Same answers as the dict ``{image_id: i for i, image_id in enumerate(image_ids)}``
     applied to ``raw.decode("utf-8", "replace")`` (a repeated id maps to its last
-    position): a vectorised ``searchsorted`` over the sorted encoded ids, and the dict
-    only for ids the bytes comparison does not find (so invalid UTF-8 decodes as before).
+    position): a vectorised ``searchsorted`` over the sorted encoded ids (as uint64
+    words when they all fit in 8 bytes), and the dict only for ids the bytes
+    comparison does not find (so invalid UTF-8 decodes as before).
     """
 
     def __init__(self, image_ids):
@@ -459,26 +485,41 @@ class _ImageIndex:
                 if key and b"\0" not in key:  # S arrays drop trailing NULs
                     keys.append(key)
                     where.append(i)
-        keys_arr = np.array(keys, dtype="S") if keys else np.zeros(0, dtype="S1")
+        keys_arr = np.array(keys, dtype="S") if keys else np.zeros(0, dtype="S8")
+        self.narrow = keys_arr.dtype.itemsize <= 8
+        if self.narrow:
+            keys_arr = keys_arr.astype("S8").view("<u8")
         order = np.argsort(keys_arr, kind="stable")  # equal keys keep position order
         self.keys = keys_arr[order]
         self.where = np.array(where, dtype=np.int64)[order]
 
     def __call__(self, raw_ids: np.ndarray) -> np.ndarray:
-        """int64 positions of ``raw_ids`` (an ``S`` array); -1 marks the first unknown id
-        (rows after it may be left at -1 too: the caller reports the first one)."""
+        """int64 positions of ``raw_ids`` (an ``S`` array, or an object array of bytes);
+        -1 marks the first unknown id (rows after it may be left at -1 too: the caller
+        reports the first one)."""
         img = np.full(len(raw_ids), -1, dtype=np.int64)
-        if len(self.keys) and len(raw_ids):
-            j = np.searchsorted(self.keys, raw_ids, side="right") - 1
+        if len(self.keys) and len(raw_ids) and raw_ids.dtype.kind == "S":
+            probe, usable = raw_ids, None
+            if self.narrow:
+                width = raw_ids.dtype.itemsize
+                if width <= 8:
+                    probe = raw_ids.astype("S8", copy=False).view("<u8")
+                else:  # ids longer than 8 bytes match no key
+                    chars = raw_ids.view(np.uint8).reshape(-1, width)
+                    usable = ~chars[:, 8:].any(axis=1)
+                    probe = np.ascontiguousarray(chars[:, :8]).view("<u8").reshape(-1)
+            j = np.searchsorted(self.keys, probe, side="right") - 1
             np.maximum(j, 0, out=j)
-            hit = self.keys[j] == raw_ids
+            hit = self.keys[j] == probe
+            if usable is not None:
+                hit &= usable
             img[hit] = self.where[j[hit]]
         miss = np.flatnonzero(img < 0)
         if len(miss):
             if self._dict is None:
                 self._dict = {image_id: i for i, image_id in enumerate(self.image_ids)}
             for row in miss.tolist():
-                img[row] = self._dict.get(raw_ids[row].decode("utf-8", "replace"), -1)
+                img[row] = self._dict.get(bytes(raw_ids[row]).decode("utf-8", "replace"), -1)
                 if img[row] < 0:
                     break
         return img
@@ -504,7 +545,7 @@ def load_voc_detections(detections: PathLike, gt: GroundTruth) -> Detections:
         if (img < 0).any():
             row = int(np.flatnonzero(img < 0)[0])
             raise InputError(f"Expected image ids of the image set but got "
-                             f"{ids[row].decode('utf-8', 'replace')!r}, "
+                             f"{bytes(ids[row]).decode('utf-8', 'replace')!r}, "
                              f"which is not in it", path, f"line {line_numbers[row]}")
         parts_img.append(img)
         parts_cls.append(np.full(len(ids), k, dtype=np.int64))
