@@ -229,6 +229,15 @@ def stable_rank_order(class_idx: np.ndarray, scores: np.ndarray, tie_key: np.nda
     rows are already in tie-key order (as loaders produce them).
     """
     n = scores.shape[0]
+    if n and tie_key.min() == 0 and tie_key.max() == n - 1:
+        # tie_key may already be the rank (as match_voc returns it): invert it in O(n)
+        # and keep it if it does sort by (class, -score)
+        order = np.full(n, -1, dtype=np.int64)
+        order[tie_key] = np.arange(n)
+        if (order >= 0).all():
+            c, sc = class_idx[order], scores[order]
+            if bool(np.all((c[1:] > c[:-1]) | ((c[1:] == c[:-1]) & (sc[1:] <= sc[:-1])))):
+                return order
     if n and bool(np.all(tie_key[1:] > tie_key[:-1])):
         order = np.argsort(-scores, kind="stable")
     else:

@@ -51,6 +51,7 @@ class _Annotation(msgspec.Struct, gc=False):
     bbox: _Tuple[float, float, float, float]
     area: float = float("nan")
     iscrowd: int = 0
+    id: Optional[int] = None
 
 
 class _Dataset(msgspec.Struct, gc=False):
@@ -323,15 +324,16 @@ def _ground_truth_from_structs(ds: "_Dataset", name: str) -> GroundTruth:
             msg = expected("area", "a finite number", rec["area"])
         else:
             msg = expected("iscrowd", "0 or 1", rec["iscrowd"])
-        raise InputError(msg, name, f"annotations[{i}]")
+        raise InputError(msg, name, _where("annotations", i, rec))
     return _ground_truth_from_columns(image_ids, class_ids, class_names, ann_image, ann_cat,
-                                      boxes, area, crowd_raw.astype(bool), None, name)
+                                      boxes, area, crowd_raw.astype(bool), None, name, anns)
 
 
 def _ground_truth_from_columns(image_ids, class_ids, class_names, ann_image, ann_cat, boxes,
-                               area, crowd, anns, name) -> GroundTruth:
+                               area, crowd, anns, name, anns_fast=None) -> GroundTruth:
     def where(i):
-        return _where("annotations", i, anns[i]) if anns is not None else f"annotations[{i}]"
+        return _where("annotations", i, anns[i] if anns is not None else
+                      msgspec.structs.asdict(anns_fast[i]))
 
     iorder = np.argsort(image_ids, kind="stable")
     image_idx = _index(image_ids[iorder], iorder, ann_image)

@@ -267,9 +267,13 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
                              set_path)
         missing = [i for i in image_ids if not (xml_dir / f"{i}.xml").is_file()]
         if missing:
-            raise InputError(f"Expected an annotation file for every image id but "
-                             f"{len(missing)} have none, e.g. {missing[0]!r} "
-                             f"(no {xml_dir / (missing[0] + '.xml')})", set_path)
+            lineno = next(n for n, line in enumerate(set_path.read_bytes().splitlines(), 1)
+                          if line.split() and line.split()[0].decode("utf-8", "replace")
+                          == missing[0])
+            more = f" ({len(missing)} ids have none)" if len(missing) > 1 else ""
+            raise InputError(f"Expected an annotation file for image id {missing[0]!r} but "
+                             f"there is no {xml_dir / (missing[0] + '.xml')}{more}", set_path,
+                             f"line {lineno}")
 
     paths = [xml_dir / f"{image_id}.xml" for image_id in image_ids]
     roots = [_parse_xml(path) for path in paths]
