@@ -78,9 +78,10 @@ def read_imageset(path: PathLike) -> List[str]:
     return ids
 
 
-def _read_text_bytes(path: Path) -> bytes:
+def _read_text_bytes(path) -> bytes:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read()
     except IsADirectoryError:
         raise InputError(expected("file", "a text file", "a folder"), path) from None
     except OSError as exc:
@@ -183,7 +184,7 @@ _OBJECT_LINES = etree.XSLT(etree.XML(b"""\
 ><xsl:value-of select="normalize-space(bndbox/ymin)"/><xsl:text>&#9;</xsl:text
 ><xsl:value-of select="normalize-space(bndbox/xmax)"/><xsl:text>&#9;</xsl:text
 ><xsl:value-of select="normalize-space(bndbox/ymax)"/><xsl:text>&#9;</xsl:text
-><xsl:value-of select="normalize-space(difficult[1])"/><xsl:text>&#10;</xsl:text
+><xsl:value-of select="normalize-space(difficult[1])"/><xsl:text>&#9;</xsl:text
 ></xsl:for-each></xsl:for-each></xsl:template>
 </xsl:stylesheet>"""))
 
@@ -193,12 +194,14 @@ def _finite(box) -> bool:
 
 
 def _fast_objects(roots: List["etree._Element"]):
-    """Objects of all parsed files in one XSLT pass.
+    """Objects of all parsed files in one XSLT pass, checked with array operations.
 
-    Returns ``(per_file, names, boxes, difficult)`` where ``per_file`` is the
-    object count of each file, or ``None`` for a file whose objects the fast pass
-    cannot read unambiguously (the caller reads that file with :func:`_read_objects`).
-    The roots are moved into one container element for the pass and moved back.
+    Returns ``(counts, names, boxes, difficult, bad)``: the object count of each file,
+    and for every object in file order its name, box (float64, shape (n, 4)) and
+    difficult flag; ``bad`` flags the files whose objects the fast pass cannot read
+    unambiguously (the caller re-reads those with :func:`_read_objects`, which accepts
+    them or names the problem). The roots are moved into one container element for
+    the pass and moved back.
     """
     container = etree.Element("all")
     for root in roots:
@@ -208,29 +211,36 @@ def _fast_objects(roots: List["etree._Element"]):
     finally:
         for root in list(container):
             container.remove(root)
-    per_file: List[Optional[int]] = [0] * len(roots)
-    names: List[List[str]] = [[] for _ in roots]
-    boxes: List[list] = [[] for _ in roots]
-    difficult: List[list] = [[] for _ in roots]
-    for line in out.split("\n")[:-1]:
-        f = line.split("\t")
-        i = int(f[0]) - 1
-        if per_file[i] is None:
-            continue
-        box = None
-        if len(f) == 9 and f[1] == "1" and f[3] == "1" and f[2] and "_" not in "".join(f[4:8]):
+    n_files = len(roots)
+    # every field ends with a tab (normalize-space leaves none inside a field)
+    tokens = out.split("\t")[:-1]
+    if len(tokens) % 9:  # cannot happen with the stylesheet above
+        return (np.zeros(n_files, dtype=np.int64), [], np.zeros((0, 4)),
+                np.zeros(0, dtype=bool), np.ones(n_files, dtype=bool))
+    file_idx = np.array(tokens[0::9], dtype=np.int64) - 1
+    n = file_idx.shape[0]
+    names = tokens[2::9]
+    texts = [tokens[k::9] for k in (4, 5, 6, 7)]
+    ok = np.ones(n, dtype=bool)
+    try:
+        boxes = np.array(texts, dtype=np.float64).T.reshape(n, 4)
+    except ValueError:  # a non-numeric coordinate somewhere: find the rows
+        boxes = np.zeros((n, 4))
+        for j, vals in enumerate(zip(*texts)):
             try:
-                box = (float(f[4]), float(f[5]), float(f[6]), float(f[7]))
+                boxes[j] = [float(v) for v in vals]
             except ValueError:
-                box = None
-        if box is None or not (box[0] <= box[2] and box[1] <= box[3] and _finite(box)):
-            per_file[i] = None  # the reference reader decides and names the problem
-            continue
-        per_file[i] += 1
-        names[i].append(f[2])
-        boxes[i].append(box)
-        difficult[i].append(f[8] == "1")
-    return per_file, names, boxes, difficult
+                ok[j] = False
+    ok &= (np.array(tokens[1::9]) == "1") & (np.array(tokens[3::9]) == "1")
+    ok &= np.array(names, dtype=object) != ""
+    ok &= np.isfinite(boxes).all(axis=1) & (boxes[:, 0] <= boxes[:, 2]) & (
+        boxes[:, 1] <= boxes[:, 3])
+    if any("_" in "".join(t) for t in texts):  # float() accepts "1_000", VOC does not
+        ok &= ~np.array(["_" in "".join(v) for v in zip(*texts)], dtype=bool)
+    counts = np.bincount(file_idx, minlength=n_files)
+    bad = np.zeros(n_files, dtype=bool)
+    bad[file_idx[~ok]] = True
+    return counts, names, boxes, np.array(tokens[8::9]) == "1", bad
 
 
 def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = None,
@@ -265,7 +275,9 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
         if not image_ids:
             raise InputError("Expected at least one image id but got an empty image set",
                              set_path)
-        missing = [i for i in image_ids if not (xml_dir / f"{i}.xml").is_file()]
+        listed = {name for name in os.listdir(xml_dir) if name.endswith(".xml")}
+        missing = [i for i in image_ids if f"{i}.xml" not in listed
+                   or not os.path.isfile(os.path.join(xml_dir, f"{i}.xml"))]
         if missing:
             lineno = next(n for n, line in enumerate(set_path.read_bytes().splitlines(), 1)
                           if line.split() and line.split()[0].decode("utf-8", "replace")
@@ -275,22 +287,25 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
                              f"there is no {xml_dir / (missing[0] + '.xml')}{more}", set_path,
                              f"line {lineno}")
 
-    paths = [xml_dir / f"{image_id}.xml" for image_id in image_ids]
+    folder = str(xml_dir)
+    paths = [os.path.join(folder, f"{image_id}.xml") for image_id in image_ids]
     roots = [_parse_xml(path) for path in paths]
-    per_file, f_names, f_boxes, f_difficult = _fast_objects(roots)
-    all_names: List[str] = []
-    all_boxes: List[Tuple[float, float, float, float]] = []
-    all_difficult: List[bool] = []
-    counts = np.zeros(len(image_ids), dtype=np.int64)
-    for i, path in enumerate(paths):
-        if per_file[i] is None:
-            names, boxes, difficult = _read_objects(path, roots[i])
-        else:
-            names, boxes, difficult = f_names[i], f_boxes[i], f_difficult[i]
-        counts[i] = len(names)
-        all_names += names
-        all_boxes += boxes
-        all_difficult += difficult
+    counts, all_names, all_boxes, all_difficult, bad = _fast_objects(roots)
+    if bad.any():  # re-read those files object by object (accept them, or say why not)
+        bounds = np.concatenate(([0], np.cumsum(counts)))
+        parts = []
+        for i in range(len(paths)):
+            if bad[i]:
+                names, boxes, difficult = _read_objects(paths[i], roots[i])
+                counts[i] = len(names)
+                parts.append((names, np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
+                              np.asarray(difficult, dtype=bool)))
+            else:
+                a, b = bounds[i], bounds[i + 1]
+                parts.append((all_names[a:b], all_boxes[a:b], all_difficult[a:b]))
+        all_names = [name for p in parts for name in p[0]]
+        all_boxes = np.concatenate([p[1] for p in parts])
+        all_difficult = np.concatenate([p[2] for p in parts])
 
     present = sorted(set(all_names))
     if classes is None:
