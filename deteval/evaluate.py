@@ -8,8 +8,6 @@ import numpy as np
 
 from .ap import COCO_IOU_THRESHOLDS, COCO_RECALL_THRESHOLDS
 from .errors import InputError, expected
-from .io.coco import load_coco_ground_truth, load_coco_results
-from .io.voc import load_voc_annotations, load_voc_detections
 from .match import match_coco, match_voc
 from .report import (DEFAULT_AREA_RANGES, CocoReport, VocReport, build_coco_report,
                      build_voc_report, ground_truth_fingerprint)
@@ -74,6 +72,7 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
         classes = [str(c).strip() for c in classes]
         if not classes or any(not c for c in classes):
             raise InputError(expected("classes", "a list of non-empty class names", classes))
+    from .io.voc import load_voc_annotations, load_voc_detections
     gt = (annotations if isinstance(annotations, GroundTruth)
           else load_voc_annotations(annotations, imageset, classes))
     det = (detections if isinstance(detections, Detections)
@@ -163,6 +162,7 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     Matches are recorded by position, so a GT with annotation id 0 can be a true
     positive (pycocotools never counts it).
     """
+    from .io.coco import load_coco_ground_truth, load_coco_results
     thr, areas, md, default = coco_params(iou_thresholds, area_ranges, max_dets)
     gt = (ground_truth if isinstance(ground_truth, GroundTruth)
           else load_coco_ground_truth(ground_truth))
