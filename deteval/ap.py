@@ -133,6 +133,17 @@ def voc_average_precision(recall: np.ndarray, precision: np.ndarray, metric: str
 
 # ---------------------------------------------------------------------------- COCO
 
+def _rows_any(x: np.ndarray) -> np.ndarray:
+    """``x.any(axis=1)`` for a 2-D bool array, eight bytes at a time."""
+    n, w = x.shape
+    if w == 0:
+        return np.zeros(n, dtype=bool)
+    pad = (-w) % 8
+    if pad:
+        x = np.concatenate([x, np.zeros((n, pad), dtype=bool)], axis=1)
+    return (np.ascontiguousarray(x).view(np.uint64) != 0).any(axis=1)
+
+
 def coco_rank_order(matches: CocoMatches) -> np.ndarray:
     """Permutation ranking records by (class, -score, image key, rank), stably.
 
@@ -183,7 +194,7 @@ def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
     recall : ndarray of float64, shape (T, K, A, M)
         NaN likewise.
     """
-    A, T, N = matches.matched.shape
+    N, A, T = matches.matched.shape
     K = matches.num_gt.shape[0]
     R, M = rec_thresholds.shape[0], max_dets.shape[0]
     precision = np.full((T, R, K, A, M), np.nan)
@@ -193,25 +204,34 @@ def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
     rank = matches.rank[order]
     class_start = np.searchsorted(cls, np.arange(K))  # first ranked position of each class
     eps = np.spacing(1)
+    counted = ~matches.ignored  # (N, A, T), record order
+    tp_nat = matches.matched & counted
+    fp_nat = ~matches.matched & counted
+    # Most detections are matched at no threshold: for them "ignored" is the area
+    # test alone (the same at every t), so their FP status is one flag per area
+    # range. Only the few matched somewhere need the per-threshold reductions.
+    fp_all_na = counted[:, :, 0].copy() if T else np.zeros((N, A), dtype=bool)
+    fp_some_na = np.zeros((N, A), dtype=bool)
+    tp_some_na = np.zeros((N, A), dtype=bool)
+    some = np.flatnonzero(_rows_any(matches.matched.reshape(N, A * T)))
+    fp_all_na[some] = fp_nat[some].all(axis=2)
+    fp_some_na[some] = fp_nat[some].any(axis=2) & ~fp_all_na[some]
+    tp_some_na[some] = tp_nat[some].any(axis=2)
+    # FP status per (detection, area range), in ranked order
+    fp_all_na, fp_some_na, tp_some_na = fp_all_na[order], fp_some_na[order], tp_some_na[order]
     for a in range(A):
         npig = matches.num_gt[:, a]
         present = npig > 0
-        counted = ~matches.ignored[a]
-        tp_tn = matches.matched[a] & counted  # (T, N), record order
-        fp_tn = ~matches.matched[a] & counted
-        # Most detections have the same outcome at every threshold: their FPs are
-        # counted once (1-D); only the few whose outcome varies are kept per t.
-        fp_all = fp_tn.all(axis=0)[order]
-        fp_some = fp_tn.any(axis=0)[order] & ~fp_all
-        tp_some = tp_tn.any(axis=0)[order]
+        tp_nt, fp_nt = tp_nat[:, a, :], fp_nat[:, a, :]
+        fp_all, fp_some, tp_some = fp_all_na[:, a], fp_some_na[:, a], tp_some_na[:, a]
         for m in range(M):
             sel = (rank < max_dets[m]) & present[cls]
             fp_static = np.cumsum(fp_all & sel)  # static FPs at positions <= p
             dyn_pos = np.flatnonzero(fp_some & sel)
-            dt, di = np.nonzero(fp_tn[:, order[dyn_pos]])
+            dt, di = np.nonzero(fp_nt[order[dyn_pos]].T)
             dyn_key = dt * (N + 1) + dyn_pos[di]  # sorted: by t, then position
             tp_pos = np.flatnonzero(tp_some & sel)
-            t_i, ti = np.nonzero(tp_tn[:, order[tp_pos]])  # sorted by (t, position)
+            t_i, ti = np.nonzero(tp_nt[order[tp_pos]].T)  # sorted by (t, position)
             p_i = tp_pos[ti]
             k_i = cls[p_i]
             s_i = class_start[k_i]

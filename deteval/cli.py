@@ -30,6 +30,9 @@ def write_json_atomic(path: str, payload: dict) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(payload, fh, indent=2, allow_nan=False)
             fh.write("\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

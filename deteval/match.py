@@ -51,9 +51,16 @@ def candidate_pairs(det_group: np.ndarray, gt_group: np.ndarray
     """
     gt_order = np.argsort(gt_group, kind="stable")
     sorted_groups = gt_group[gt_order]
-    start = np.searchsorted(sorted_groups, det_group, side="left")
-    stop = np.searchsorted(sorted_groups, det_group, side="right")
-    count = stop - start
+    # one lookup per detection into the table of distinct GT groups
+    groups, first_gt, per_group = np.unique(sorted_groups, return_index=True,
+                                            return_counts=True)
+    if groups.shape[0]:
+        g = np.minimum(np.searchsorted(groups, det_group), groups.shape[0] - 1)
+        found = groups[g] == det_group
+        start = first_gt[g]
+        count = np.where(found, per_group[g], 0)
+    else:
+        start = count = np.zeros(det_group.shape[0], dtype=np.int64)
     pair_det = np.repeat(np.arange(det_group.shape[0], dtype=np.int64), count)
     first = np.cumsum(count) - count
     within = np.arange(pair_det.shape[0], dtype=np.int64) - first[pair_det]
@@ -345,9 +352,9 @@ class CocoMatches:
         image-id order.
     rank : ndarray of int64, shape (N,)
         Position within its (image, class) group in score order (ties: file order).
-    matched : ndarray of bool, shape (A, T, N)
+    matched : ndarray of bool, shape (N, A, T)
         Matched at area range ``a`` and IoU threshold ``t``.
-    ignored : ndarray of bool, shape (A, T, N)
+    ignored : ndarray of bool, shape (N, A, T)
         Matched to an ignored GT, or unmatched and outside the area range.
     num_gt : ndarray of int64, shape (K, A)
         Non-ignored GT per class and area range (``npig``).
@@ -369,8 +376,8 @@ class CocoMatches:
             scores=np.concatenate([p.scores for p in parts]),
             image_key=np.concatenate([p.image_key for p in parts]),
             rank=np.concatenate([p.rank for p in parts]),
-            matched=np.concatenate([p.matched for p in parts], axis=2),
-            ignored=np.concatenate([p.ignored for p in parts], axis=2),
+            matched=np.concatenate([p.matched for p in parts], axis=0),
+            ignored=np.concatenate([p.ignored for p in parts], axis=0),
             num_gt=np.sum([p.num_gt for p in parts], axis=0))
 
 
@@ -406,28 +413,30 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     A, T = area_ranges.shape[0], iou_thresholds.shape[0]
     if image_key is None:
         image_key = np.argsort(np.argsort(gt.image_ids, kind="stable"), kind="stable")
-    det_group = det.image_idx * K + det.class_idx
+    # group = (image key, class); any consistent key works for matching, this one
+    # also leaves the records one cheap class sort away from accumulation order
+    det_group = image_key[det.image_idx] * K + det.class_idx
     # rows are in file order: a stable sort by score, then by group, ranks each group
     by_score = np.argsort(-det.scores, kind="stable")
     by_score = by_score[np.argsort(det_group[by_score], kind="stable")]
     rank = group_rank(det_group, by_score)
-    kept = by_score[rank[by_score] < max_det]
-    # step order: rank first (then group), so the pairs of one rank are contiguous
-    small = rank[kept].astype(np.int32 if max_det >= 2 ** 15 else np.int16)
-    kept = kept[np.argsort(small, kind="stable")]
-    k_rank = rank[kept]
-    n = kept.shape[0]
+    kept = by_score[rank[by_score] < max_det]  # (image key, class, rank) order
+    # records in (class, image key, rank) order; matching steps through rank order
+    rec = kept[np.argsort(_small_int(det.class_idx[kept]), kind="stable")]
+    n = rec.shape[0]
+    rec_rank = rank[rec]
+    loop = np.argsort(_small_int(rec_rank), kind="stable")  # record positions, rank-major
 
-    gt_group = gt.image_idx * K + gt.class_idx
-    pair_det, pair_gt, _ = candidate_pairs(det_group[kept], gt_group)
+    gt_group = image_key[gt.image_idx] * K + gt.class_idx
+    pair_det, pair_gt, _ = candidate_pairs(det_group[rec[loop]], gt_group)
     lowest = min(min(float(t), 1 - 1e-10) for t in iou_thresholds) if T else 1.0
-    pair_det, pair_gt, iou = coco_pair_ious(det.boxes[kept], gt.boxes, gt.crowd, pair_det,
+    pair_det, pair_gt, iou = coco_pair_ious(det.boxes[rec[loop]], gt.boxes, gt.crowd, pair_det,
                                             pair_gt, lowest)
 
     lo, hi = area_ranges[:, 0], area_ranges[:, 1]
     gt_ignored = gt.crowd[:, None] | (gt.area[:, None] < lo) | (gt.area[:, None] > hi)  # (G, A)
-    det_area = det.boxes[kept, 2] * det.boxes[kept, 3]
-    det_outside = (det_area[None, :] < lo[:, None]) | (det_area[None, :] > hi[:, None])  # (A, N)
+    det_area = det.boxes[rec, 2] * det.boxes[rec, 3]
+    det_outside = (det_area[:, None] < lo) | (det_area[:, None] > hi)  # (N, A)
 
     AT = A * T
     thr = np.tile(np.minimum(iou_thresholds, 1 - 1e-10), A)  # (AT,), index a * T + t
@@ -435,7 +444,7 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     matched = np.zeros((n, AT), dtype=bool)
     ignored = np.zeros((n, AT), dtype=bool)
     if pair_det.shape[0]:
-        pair_rank = k_rank[pair_det]
+        pair_rank = rec_rank[loop[pair_det]]
         bounds = np.searchsorted(pair_rank, np.arange(pair_rank[-1] + 2))
         # key: IoU's bit pattern (monotonic for IoU >= 0), plus a bonus above every IoU
         # for a non-ignored GT, so one maximum picks "non-ignored first, then best IoU"
@@ -458,22 +467,16 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
             last = np.maximum.reduceat(rows, starts, axis=0)  # the later GT wins ties
             seg, at = np.nonzero(last >= 0)
             gt_taken[pg[last[seg, at]], at] = True
-            d = pd[starts[seg]]
+            d = loop[pd[starts[seg]]]
             matched[d, at] = True
             ignored[d, at] = best[seg, at] < _NOT_IGNORED_BONUS
-    matched = np.ascontiguousarray(matched.T).reshape(A, T, n)
-    ignored = np.ascontiguousarray(ignored.T).reshape(A, T, n) | (
-        ~matched & det_outside[:, None, :])
+    matched = matched.reshape(n, A, T)
+    ignored = ignored.reshape(n, A, T) | (~matched & det_outside[:, :, None])
     gt_ignored = gt_ignored.T
 
     num_gt = np.zeros((K, A), dtype=np.int64)
     for a in range(A):
         num_gt[:, a] = np.bincount(gt.class_idx[~gt_ignored[a]], minlength=K)
-    # hand the records over in (class, image key, rank) order: accumulation's sort
-    # then needs only the score and class passes
-    img_key = image_key[det.image_idx[kept]]
-    out = np.argsort(det.class_idx[kept] * (int(image_key.max(initial=0)) + 1) + img_key,
-                     kind="stable")  # kept is in rank order, so ties stay rank-ordered
-    return CocoMatches(class_idx=det.class_idx[kept][out], scores=det.scores[kept][out],
-                       image_key=img_key[out], rank=k_rank[out],
-                       matched=matched[:, :, out], ignored=ignored[:, :, out], num_gt=num_gt)
+    return CocoMatches(class_idx=det.class_idx[rec], scores=det.scores[rec],
+                       image_key=image_key[det.image_idx[rec]], rank=rec_rank,
+                       matched=matched, ignored=ignored, num_gt=num_gt)

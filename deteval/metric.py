@@ -431,4 +431,4 @@ def _concat(chunks: List[dict], keys: Sequence[str]) -> Dict[str, np.ndarray]:
 
 def _concat3(chunks: List[dict], key: str, A: int, T: int) -> np.ndarray:
     parts = [c[key] for c in chunks]
-    return np.concatenate(parts, axis=2) if parts else np.zeros((A, T, 0), dtype=bool)
+    return np.concatenate(parts, axis=0) if parts else np.zeros((0, A, T), dtype=bool)
