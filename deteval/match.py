@@ -16,6 +16,7 @@ groups at once: at most ``max(max_dets)`` vectorised steps.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
@@ -201,14 +202,21 @@ class VocMatches:
 
     @staticmethod
     def concatenate(parts: Sequence["VocMatches"]) -> "VocMatches":
-        """Merge shards (tie keys must already be global)."""
-        return VocMatches(
-            class_idx=np.concatenate([p.class_idx for p in parts]),
-            scores=np.concatenate([p.scores for p in parts]),
-            tie_key=np.concatenate([p.tie_key for p in parts]),
-            outcome=np.concatenate([p.outcome for p in parts]),
-            num_gt=np.sum([p.num_gt for p in parts], axis=0),
-            num_difficult=np.sum([p.num_difficult for p in parts], axis=0))
+        """Merge shards of the same detection files (devkit tie keys are file positions)."""
+        return concatenate_records(parts)
+
+
+def concatenate_records(parts):
+    """Merge match records of one type: per-detection arrays are concatenated along
+    their first axis, per-class ground-truth counts (``num_*``) are summed."""
+    parts = list(parts)
+    kind = type(parts[0])
+    values = {}
+    for f in dataclasses.fields(kind):
+        arrays = [getattr(p, f.name) for p in parts]
+        values[f.name] = (np.sum(arrays, axis=0) if f.name.startswith("num_")
+                          else np.concatenate(arrays, axis=0))
+    return kind(**values)
 
 
 def _segment_starts(keys: np.ndarray) -> np.ndarray:
@@ -236,15 +244,13 @@ def stable_rank_order(class_idx: np.ndarray, scores: np.ndarray, tie_key: np.nda
     rows are already in tie-key order (as loaders produce them).
     """
     n = scores.shape[0]
-    if n and tie_key.min() == 0 and tie_key.max() == n - 1:
-        # tie_key may already be the rank (as match_voc returns it): invert it in O(n)
-        # and keep it if it does sort by (class, -score)
-        order = np.full(n, -1, dtype=np.int64)
-        order[tie_key] = np.arange(n)
-        if (order >= 0).all():
-            c, sc = class_idx[order], scores[order]
-            if bool(np.all((c[1:] > c[:-1]) | ((c[1:] == c[:-1]) & (sc[1:] <= sc[:-1])))):
-                return order
+    if n:  # already ranked (as match_voc returns its records): nothing to sort
+        c, sc, tk = class_idx, scores, tie_key
+        same_c = c[1:] == c[:-1]
+        same_s = same_c & (sc[1:] == sc[:-1])
+        if bool(np.all((c[1:] > c[:-1]) | (same_c & (sc[1:] < sc[:-1]))
+                       | (same_s & (tk[1:] > tk[:-1])))):
+            return np.arange(n)
     if n and bool(np.all(tie_key[1:] > tie_key[:-1])):
         order = np.argsort(-scores, kind="stable")
     else:
@@ -253,33 +259,43 @@ def stable_rank_order(class_idx: np.ndarray, scores: np.ndarray, tie_key: np.nda
     return order[np.argsort(_small_int(class_idx[order]), kind="stable")]
 
 
-def voc_order(det: Detections, compat: str = "devkit") -> np.ndarray:
-    """Position of each detection in its class's ranked list (0 = highest score).
+def voc_order(det: Detections, compat: str = "devkit") -> Tuple[np.ndarray, np.ndarray]:
+    """Ranked order of the detections and the tie key that reproduces it.
 
-    devkit: stable sort by decreasing score, ties in file order.
-    detectron2: ``np.argsort(-confidence)`` (numpy's default sort) over the class's
-    detections in file order, as py-faster-rcnn's ``voc_eval`` does.
+    devkit: stable sort by decreasing score, ties in file order; the tie key is the
+    file position (``det.order``), so records of several shards of the same files
+    merge into the same order. detectron2: ``np.argsort(-confidence)`` (numpy's
+    default sort) over each class's detections in file order, as py-faster-rcnn's
+    ``voc_eval`` does; that order exists only for a whole file, and the tie key is
+    the position in it.
+
+    Returns
+    -------
+    order : ndarray of int64, shape (N,)
+        Rows sorted by (class, rank).
+    tie_key : ndarray of int64, shape (N,)
     """
     n = len(det)
-    tie_key = np.empty(n, dtype=np.int64)
     if compat == "devkit":
-        order = stable_rank_order(det.class_idx, det.scores, det.order)
-        tie_key[order] = np.arange(n, dtype=np.int64)
-        return tie_key
+        return stable_rank_order(det.class_idx, det.scores, det.order), det.order.copy()
     # detectron2: one argsort per class over that class's file order (a loop over
     # classes, not over (image, class) groups)
+    tie_key = np.empty(n, dtype=np.int64)
     by_class = np.lexsort((det.order, det.class_idx))
     cls_sorted = det.class_idx[by_class]
     bounds = np.searchsorted(cls_sorted, np.arange(cls_sorted.max() + 2 if n else 1))
+    order = np.empty(n, dtype=np.int64)
     for k in range(len(bounds) - 1):
         rows = by_class[bounds[k]:bounds[k + 1]]
         if rows.shape[0]:
-            tie_key[rows[np.argsort(-det.scores[rows])]] = bounds[k] + np.arange(rows.shape[0])
-    return tie_key
+            ranked = rows[np.argsort(-det.scores[rows])]
+            order[bounds[k]:bounds[k + 1]] = ranked
+            tie_key[ranked] = bounds[k] + np.arange(rows.shape[0])
+    return order, tie_key
 
 
 def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
-              compat: str = "devkit") -> VocMatches:
+              compat: str = "devkit", file_order_ties: bool = False) -> VocMatches:
     """Match detections to ground truth with the PASCAL VOC rules.
 
     For each detection, the best GT is the one of highest IoU (+1 convention) over
@@ -289,13 +305,19 @@ def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
     the highest-ranked detection with that best GT, else an FP (duplicate, no
     fallback to another GT). Below the threshold or with no GT: FP.
 
+    ``file_order_ties=True`` ranks equal scores by ``det.order`` under either compat
+    (the streaming metric's rule); the threshold rule still follows ``compat``.
+
     Returns
     -------
     VocMatches
+        Records in ranked order (class, then rank).
     """
     K = gt.num_classes
     n = len(det)
-    tie_key = voc_order(det, compat)
+    order, tie_key = voc_order(det, "devkit" if file_order_ties else compat)
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
     det_group = det.image_idx * K + det.class_idx
     gt_group = gt.image_idx * K + gt.class_idx
     pair_det, pair_gt, _ = candidate_pairs(det_group, gt_group)
@@ -322,15 +344,16 @@ def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
     claim = np.flatnonzero(hit & ~hit_difficult)
     if claim.shape[0]:
         # the first claim of each GT in ranked order is the TP; later claims are FP
-        by_gt = claim[np.lexsort((tie_key[claim], best_gt[claim]))]
+        by_gt = claim[np.lexsort((rank[claim], best_gt[claim]))]
         first_claim = np.ones(by_gt.shape[0], dtype=bool)
         first_claim[1:] = best_gt[by_gt[1:]] != best_gt[by_gt[:-1]]
         outcome[by_gt[first_claim]] = TP
 
     num_gt = np.bincount(gt.class_idx[~gt.difficult], minlength=K).astype(np.int64)
     num_difficult = np.bincount(gt.class_idx[gt.difficult], minlength=K).astype(np.int64)
-    return VocMatches(class_idx=det.class_idx.copy(), scores=det.scores.copy(),
-                      tie_key=tie_key, outcome=outcome, num_gt=num_gt,
+    # records in ranked order: accumulation finds them sorted
+    return VocMatches(class_idx=det.class_idx[order], scores=det.scores[order],
+                      tie_key=tie_key[order], outcome=outcome[order], num_gt=num_gt,
                       num_difficult=num_difficult)
 
 
@@ -370,15 +393,8 @@ class CocoMatches:
 
     @staticmethod
     def concatenate(parts: Sequence["CocoMatches"]) -> "CocoMatches":
-        """Merge shards that share class and image-key tables."""
-        return CocoMatches(
-            class_idx=np.concatenate([p.class_idx for p in parts]),
-            scores=np.concatenate([p.scores for p in parts]),
-            image_key=np.concatenate([p.image_key for p in parts]),
-            rank=np.concatenate([p.rank for p in parts]),
-            matched=np.concatenate([p.matched for p in parts], axis=0),
-            ignored=np.concatenate([p.ignored for p in parts], axis=0),
-            num_gt=np.sum([p.num_gt for p in parts], axis=0))
+        """Merge shards that share class tables and image keys."""
+        return concatenate_records(parts)
 
 
 _NOT_IGNORED_BONUS = np.int64(1) << np.int64(62)  # above every IoU's float64 bit pattern

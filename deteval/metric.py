@@ -307,9 +307,12 @@ class MeanAveragePrecision:
                                   "ignored": gt_ignored, "boxes": gt_boxes, "flags": gt_flags,
                                   "area": gt_area})
         else:
-            m = match_voc(gt, det, self.iou_threshold, self.compat)
-            self._records.append({"label": det_labels, "score": scores,
-                                  "image": local[det_image], "position": position,
+            # ties by (image, position) under either compat; the records come back in
+            # ranked order with the detection row as their tie key
+            m = match_voc(gt, det, self.iou_threshold, self.compat, file_order_ties=True)
+            row = m.tie_key
+            self._records.append({"label": det_labels[row], "score": scores[row],
+                                  "image": local[det_image[row]], "position": position[row],
                                   "outcome": m.outcome})
             self._gt_rows.append({"label": gt_labels, "image": local[gt_image],
                                   "flags": gt_flags, "boxes": gt_boxes, "area": gt_area})
