@@ -24,7 +24,7 @@ import numpy as np
 
 from .tables import Detections, GroundTruth
 
-__all__ = ["candidate_pairs", "iou_voc", "iou_coco", "VocMatches", "CocoMatches",
+__all__ = ["candidate_pairs", "iou_voc", "coco_pair_ious", "VocMatches", "CocoMatches",
            "match_voc", "match_coco", "group_rank"]
 
 TP, FP, IGNORED = 1, 0, -1
@@ -95,36 +95,14 @@ def iou_voc(det_xyxy: np.ndarray, gt_xyxy: np.ndarray) -> np.ndarray:
         return np.where(valid, inter / np.where(valid, union, 1.0), -np.inf)
 
 
-def iou_coco(det_xywh: np.ndarray, gt_xywh: np.ndarray, gt_crowd: np.ndarray) -> np.ndarray:
-    """IoU of paired ``[x, y, w, h]`` boxes exactly as pycocotools' ``bbIou``.
-
-    ``iw = min(dx+dw, gx+gw) - max(dx, gx)`` (``ih`` likewise), 0 if either is
-    ``<= 0``; ``union = dw*dh + gw*gh - iw*ih``, or ``dw*dh`` for a crowd GT.
-
-    Parameters
-    ----------
-    det_xywh, gt_xywh : ndarray of float64, shape (P, 4)
-    gt_crowd : ndarray of bool, shape (P,)
-
-    Returns
-    -------
-    ndarray of float64, shape (P,)
-    """
-    d, g = det_xywh, gt_xywh
-    iw = np.minimum(d[:, 2] + d[:, 0], g[:, 2] + g[:, 0]) - np.maximum(d[:, 0], g[:, 0])
-    ih = np.minimum(d[:, 3] + d[:, 1], g[:, 3] + g[:, 1]) - np.maximum(d[:, 1], g[:, 1])
-    inter = iw * ih
-    det_area = d[:, 2] * d[:, 3]
-    union = np.where(gt_crowd, det_area, det_area + g[:, 2] * g[:, 3] - inter)
-    valid = (iw > 0) & (ih > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(valid, inter / np.where(valid, union, 1.0), 0.0)
-
-
 def coco_pair_ious(det_xywh: np.ndarray, gt_xywh: np.ndarray, gt_crowd: np.ndarray,
                    pair_det: np.ndarray, pair_gt: np.ndarray, lowest: float
                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """IoU of candidate pairs (as :func:`iou_coco`), keeping pairs with ``iou >= lowest``.
+    """IoU of candidate pairs exactly as pycocotools' ``bbIou``, keeping ``iou >= lowest``.
+
+    ``iw = min(dx+dw, gx+gw) - max(dx, gx)`` (``ih`` likewise), 0 if either is
+    ``<= 0``; ``union = dw*dh + gw*gh - iw*ih``, or ``dw*dh`` for a crowd GT;
+    the same operations in the same order, so the same doubles.
 
     Works column by column and drops pairs without horizontal overlap first, so
     most pairs cost a few operations. Returns the kept ``pair_det, pair_gt, iou``.

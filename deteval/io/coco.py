@@ -85,14 +85,9 @@ def _read_bytes(path) -> bytes:
     except OSError as exc:
         raise InputError(f"Expected a readable JSON file but got: {exc.strerror}", path) from None
 
-__all__ = ["read_json", "load_coco_ground_truth", "load_coco_results"]
+__all__ = ["load_coco_ground_truth", "load_coco_results"]
 
 Source = Union[str, os.PathLike, dict, list]
-
-
-def read_json(path: Union[str, os.PathLike]) -> Any:
-    """Parse a JSON file; raise :class:`InputError` naming the file and position."""
-    return _parse_json(_read_bytes(path), path)
 
 
 def _parse_json(data: bytes, path) -> Any:
