@@ -52,7 +52,8 @@ def _int_list(text: str, what: str) -> List[int]:
     try:
         return [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise InputError(expected(what, "comma-separated integers such as 1,10,100", text)) from None
+        raise InputError(expected(what, "comma-separated integers such as 1,10,100",
+                                  text)) from None
 
 
 def _area_ranges(text: str) -> dict:

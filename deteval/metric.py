@@ -150,7 +150,7 @@ class MeanAveragePrecision:
         if image_ids is None:
             start = len(self.image_ids)
             image_ids = list(range(start, start + len(preds)))
-            while any(i in self._id_set for i in image_ids):  # after a merge
+            if any(i in self._id_set for i in image_ids):  # after a merge: go past the largest id
                 start = max(int(i) for i in self._id_set if isinstance(i, (int, np.integer))) + 1
                 image_ids = list(range(start, start + len(preds)))
         else:
