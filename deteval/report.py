@@ -141,6 +141,12 @@ class VocReport:
         if notes:
             rows.append("")
             rows += ["* " + n for n in notes]
+        unused = self.inputs.get("unused_detection_files")
+        if unused:
+            shown = ", ".join(unused[:5]) + (", ..." if len(unused) > 5 else "")
+            rows.append("")
+            rows.append(f"note: {len(unused)} result file(s) match no evaluated class and were "
+                        f"not read: {shown}")
         return "\n".join(rows)
 
 
