@@ -44,14 +44,19 @@ def fingerprint_rows(image_ids, class_keys, boxes, difficult, crowd, area) -> st
     Objects are hashed in (image id, original order) order, so loading a file and
     streaming the same images in another order give the same fingerprint.
     """
-    keys = np.array([str(i) for i in image_ids], dtype=object)
-    order = np.argsort(keys, kind="stable") if len(keys) else np.zeros(0, dtype=np.int64)
+    image_keys = np.asarray(image_ids).astype(str)
+    class_str = np.asarray(class_keys).astype(str)
+    images, image_rank = np.unique(image_keys, return_inverse=True)  # sorted id strings
+    classes, class_rank = np.unique(class_str, return_inverse=True)
+    order = np.argsort(image_rank.reshape(-1), kind="stable")
     h = hashlib.sha256()
-    h.update("\x1f".join(str(keys[i]) for i in order).encode())
-    h.update(b"\x1e")
-    h.update("\x1f".join(str(class_keys[i]) for i in order).encode())
-    for arr, dtype in ((boxes, np.float64), (difficult, bool), (crowd, bool), (area, np.float64)):
-        h.update(np.ascontiguousarray(np.asarray(arr, dtype=dtype)[order]).tobytes())
+    for table in (images, classes):
+        h.update("\x1f".join(table.tolist()).encode())
+        h.update(b"\x1e")
+    for arr, dtype in ((image_rank, np.int64), (class_rank, np.int64), (boxes, np.float64),
+                       (difficult, bool), (crowd, bool), (area, np.float64)):
+        rows = np.asarray(arr, dtype=dtype)
+        h.update(np.ascontiguousarray(rows[order] if len(order) else rows).tobytes())
     return "sha256:" + h.hexdigest()
 
 
