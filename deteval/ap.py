@@ -14,7 +14,8 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .match import CocoMatches, VocMatches, TP, FP, _segment_starts, _small_int, stable_rank_order
+from .match import (CocoMatches, VocMatches, TP, FP, _segment_starts, ranked_order,
+                    stable_rank_order)
 
 __all__ = ["VOC07_GRID_MATLAB", "VOC07_GRID_NUMPY", "COCO_RECALL_THRESHOLDS",
            "COCO_IOU_THRESHOLDS", "voc_curves", "voc07_ap", "voc12_ap", "voc_average_precision",
@@ -157,12 +158,9 @@ def coco_rank_order(matches: CocoMatches) -> np.ndarray:
     cls_key = cls * span + key
     d_ck = np.diff(cls_key)
     if n and bool(np.all((d_ck > 0) | ((d_ck == 0) & (np.diff(rank) > 0)))):
-        order = np.arange(n)
-    else:
-        order = np.argsort(_small_int(rank), kind="stable")
-        order = order[np.argsort(cls_key[order], kind="stable")]
-    order = order[np.argsort(-matches.scores[order], kind="stable")]
-    return order[np.argsort(_small_int(cls[order]), kind="stable")]
+        return ranked_order(cls, matches.scores)
+    by_tie = np.lexsort((rank, key))
+    return by_tie[ranked_order(cls[by_tie], matches.scores[by_tie])]
 
 
 def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,

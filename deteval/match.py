@@ -214,15 +214,53 @@ def _small_int(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def ranked_order(major: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Permutation sorting rows by (major ascending, score descending), stably.
+
+    Equal to ``np.lexsort((np.arange(n), -scores, major))``, computed as one sort
+    of unique int64 keys ``(major * U + score rank) * n + row`` (``U`` distinct
+    scores), which numpy sorts several times faster than a stable argsort.
+
+    Parameters
+    ----------
+    major : ndarray of int64, shape (N,), values >= 0
+    scores : ndarray of float64, shape (N,), no NaN
+
+    Returns
+    -------
+    ndarray of int64, shape (N,)
+    """
+    n = scores.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    by_value = np.argsort(scores)  # any order among equal scores will do here
+    ordered = scores[by_value]
+    step = np.empty(n, dtype=np.int64)
+    step[0] = 0
+    np.not_equal(ordered[1:], ordered[:-1], out=step[1:], casting="unsafe")
+    level = np.cumsum(step)
+    u = int(level[-1]) + 1
+    span = int(major.max()) + 1
+    if span * u * n >= 2 ** 62:  # keys would not fit: two stable sorts instead
+        order = np.argsort(-scores, kind="stable")
+        return order[np.argsort(major[order], kind="stable")]
+    desc = np.empty(n, dtype=np.int64)
+    desc[by_value] = (u - 1) - level  # 0 for the highest score
+    key = (major.astype(np.int64) * u + desc) * n + np.arange(n, dtype=np.int64)
+    key.sort()
+    return key % n
+
+
 def stable_rank_order(class_idx: np.ndarray, scores: np.ndarray, tie_key: np.ndarray
                       ) -> np.ndarray:
     """Permutation sorting rows by (class, -score, tie_key), like ``np.lexsort``.
 
-    Built from stable single-key sorts; the tie-key pass is skipped when the
-    rows are already in tie-key order (as loaders produce them).
+    Rows already in that order (as :func:`match_voc` returns its records) are
+    recognised in O(n); rows in tie-key order (as loaders produce them) need one
+    :func:`ranked_order`.
     """
     n = scores.shape[0]
-    if n:  # already ranked (as match_voc returns its records): nothing to sort
+    if n:  # already ranked: nothing to sort
         c, sc, tk = class_idx, scores, tie_key
         same_c = c[1:] == c[:-1]
         same_s = same_c & (sc[1:] == sc[:-1])
@@ -230,11 +268,9 @@ def stable_rank_order(class_idx: np.ndarray, scores: np.ndarray, tie_key: np.nda
                        | (same_s & (tk[1:] > tk[:-1])))):
             return np.arange(n)
     if n and bool(np.all(tie_key[1:] > tie_key[:-1])):
-        order = np.argsort(-scores, kind="stable")
-    else:
-        order = np.argsort(tie_key, kind="stable")
-        order = order[np.argsort(-scores[order], kind="stable")]
-    return order[np.argsort(_small_int(class_idx[order]), kind="stable")]
+        return ranked_order(class_idx, scores)
+    by_tie = np.argsort(tie_key, kind="stable")
+    return by_tie[ranked_order(class_idx[by_tie], scores[by_tie])]
 
 
 def voc_order(det: Detections, compat: str = "devkit") -> Tuple[np.ndarray, np.ndarray]:
@@ -411,8 +447,7 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     # also leaves the records one cheap class sort away from accumulation order
     det_group = image_key[det.image_idx] * K + det.class_idx
     # rows are in file order: a stable sort by score, then by group, ranks each group
-    by_score = np.argsort(-det.scores, kind="stable")
-    by_score = by_score[np.argsort(det_group[by_score], kind="stable")]
+    by_score = ranked_order(det_group, det.scores)
     rank = group_rank(det_group, by_score)
     kept = by_score[rank[by_score] < max_det]  # (image key, class, rank) order
     # records in (class, image key, rank) order; matching steps through rank order
