@@ -416,6 +416,441 @@ done:
     return result;
 }
 
+
+/* ---- scan_voc_annotations: VOC annotation XML, a strict subset -------------------
+ *
+ * scan_voc_annotations(datas) -> (out: bytes, fallback: bytes)
+ *
+ * For each file i (bytes) inside the subset below, appends one record per <object>
+ * child of the root, in document order, exactly as deteval.io.voc._OBJECT_LINES (the
+ * XSLT) writes it for the lxml-parsed file:
+ *   i+1 \t count(name) \t normalize-space(name) \t count(bndbox) \t
+ *   normalize-space(bndbox/xmin) \t ...ymin \t ...xmax \t ...ymax \t
+ *   normalize-space(difficult[1]) \t
+ * fallback[i] = 1 for a file outside the subset (nothing is written for it; the caller
+ * parses it with lxml), else 0.
+ *
+ * The subset (anything else falls back, never an error): optional UTF-8 BOM; optional
+ * <?xml version="1.0" [encoding="utf-8|us-ascii|ascii"] [standalone="yes|no"]?> at the
+ * very start (no encoding other than utf-8 after a BOM); bytes 0x20..0x7e, \t, \n, \r
+ * only; no '&', no '>' in text, no comment/CDATA/PI/DOCTYPE; element names
+ * [A-Za-z_][A-Za-z0-9_.-]*, at most XS_MAXNAME bytes; no attributes; start tags
+ * <n>, <n S>, <n/>, <n S/>; end tags </n S?> matching the open element; one root
+ * element named "annotation"; only whitespace outside it; depth <= XS_MAXDEPTH; file
+ * size <= XS_MAXFILE (far below libxml2's limits without huge_tree); a field element
+ * (object/name, object/difficult, object/bndbox/{xmin,ymin,xmax,ymax}) has no child
+ * element (so its string value is its one raw text run).
+ */
+#define XS_MAXDEPTH 64
+#define XS_MAXNAME 200
+#define XS_MAXFILE ((size_t)1 << 20)
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} xs_buf;
+
+static void
+xs_put(xs_buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 65536;
+        char *nb;
+        while (cap < b->len + n)
+            cap *= 2;
+        nb = (char *)PyMem_RawRealloc(b->buf, cap);
+        if (nb == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->buf = nb;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, s, n);
+    b->len += n;
+}
+
+/* byte classes of the subset */
+#define XS_C_TEXT 1  /* allowed in character data: 0x20..0x7e but '<' '&' '>', and XS_C_WS */
+#define XS_C_WS 2    /* XML (and XPath) whitespace: space \t \n \r */
+#define XS_C_START 4 /* first byte of an element name: [A-Za-z_] */
+#define XS_C_NAME 8  /* later bytes of a name: [A-Za-z0-9_.-] */
+static unsigned char XS_CLASS[256];
+
+static void
+xs_init_classes(void)
+{
+    int c;
+    for (c = 0x20; c <= 0x7e; c++)
+        if (c != '<' && c != '&' && c != '>')
+            XS_CLASS[c] |= XS_C_TEXT;
+    XS_CLASS[' '] |= XS_C_WS;
+    XS_CLASS['\t'] |= XS_C_WS | XS_C_TEXT;
+    XS_CLASS['\n'] |= XS_C_WS | XS_C_TEXT;
+    XS_CLASS['\r'] |= XS_C_WS | XS_C_TEXT;
+    for (c = 0; c < 256; c++)
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_')
+            XS_CLASS[c] |= XS_C_START | XS_C_NAME;
+        else if ((c >= '0' && c <= '9') || c == '.' || c == '-')
+            XS_CLASS[c] |= XS_C_NAME;
+}
+
+#define xs_ws(c) (XS_CLASS[(unsigned char)(c)] & XS_C_WS)
+#define xs_namestart(c) (XS_CLASS[(unsigned char)(c)] & XS_C_START)
+#define xs_namechar(c) (XS_CLASS[(unsigned char)(c)] & XS_C_NAME)
+
+/* XPath normalize-space of the text s[0..n), then a tab */
+static void
+xs_put_norm(xs_buf *b, const unsigned char *s, size_t n)
+{
+    size_t i = 0, j;
+    int first = 1;
+    while (i < n) {
+        while (i < n && xs_ws(s[i]))
+            i++;
+        if (i == n)
+            break;
+        j = i;
+        while (j < n && !xs_ws(s[j]))
+            j++;
+        if (!first)
+            xs_put(b, " ", 1);
+        xs_put(b, (const char *)s + i, j - i);
+        first = 0;
+        i = j;
+    }
+    xs_put(b, "\t", 1);
+}
+
+static void
+xs_put_int(xs_buf *b, long v)
+{
+    char tmp[32];
+    int k = snprintf(tmp, sizeof tmp, "%ld\t", v);
+    xs_put(b, tmp, (size_t)k);
+}
+
+static int
+xs_is(const unsigned char *s, size_t n, const char *word)
+{
+    size_t k = strlen(word);
+    return n == k && memcmp(s, word, k) == 0;
+}
+
+/* ASCII case-insensitive equality */
+static int
+xs_is_ci(const unsigned char *s, size_t n, const char *word)
+{
+    size_t k = strlen(word), i;
+    if (n != k)
+        return 0;
+    for (i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c + 32);
+        if (c != (unsigned char)word[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* matches the literal `word` at s[*i]; advances past it */
+static int
+xs_lit(const unsigned char *s, size_t n, size_t *i, const char *word)
+{
+    size_t k = strlen(word);
+    if (n - *i < k || memcmp(s + *i, word, k) != 0)
+        return 0;
+    *i += k;
+    return 1;
+}
+
+static size_t
+xs_skip_ws(const unsigned char *s, size_t n, size_t *i)
+{
+    size_t start = *i;
+    while (*i < n && xs_ws(s[*i]))
+        (*i)++;
+    return *i - start;
+}
+
+/* Eq then a quoted value (no quote or '<' '&' inside, printable ASCII): its span */
+static int
+xs_eq_value(const unsigned char *s, size_t n, size_t *i, const unsigned char **v, size_t *vn)
+{
+    unsigned char q;
+    size_t start;
+    xs_skip_ws(s, n, i);
+    if (*i >= n || s[*i] != '=')
+        return 0;
+    (*i)++;
+    xs_skip_ws(s, n, i);
+    if (*i >= n || (s[*i] != '"' && s[*i] != '\''))
+        return 0;
+    q = s[(*i)++];
+    start = *i;
+    while (*i < n && s[*i] != q) {
+        if (s[*i] < 0x21 || s[*i] > 0x7e || s[*i] == '<' || s[*i] == '&')
+            return 0;
+        (*i)++;
+    }
+    if (*i >= n)
+        return 0;
+    *v = s + start;
+    *vn = *i - start;
+    (*i)++;
+    return 1;
+}
+
+/* the XML declaration at s[*i] (which starts with "<?xml"); 1 if in the subset */
+static int
+xs_decl(const unsigned char *s, size_t n, size_t *i, int bom)
+{
+    const unsigned char *v;
+    size_t vn, sp;
+    *i += 5;
+    if (xs_skip_ws(s, n, i) == 0)
+        return 0;
+    if (!xs_lit(s, n, i, "version") || !xs_eq_value(s, n, i, &v, &vn) || !xs_is(v, vn, "1.0"))
+        return 0;
+    sp = xs_skip_ws(s, n, i);
+    if (sp && xs_lit(s, n, i, "encoding")) {
+        if (!xs_eq_value(s, n, i, &v, &vn))
+            return 0;
+        if (!xs_is_ci(v, vn, "utf-8") &&
+            (bom || !(xs_is_ci(v, vn, "us-ascii") || xs_is_ci(v, vn, "ascii"))))
+            return 0;
+        sp = xs_skip_ws(s, n, i);
+    }
+    if (sp && xs_lit(s, n, i, "standalone")) {
+        if (!xs_eq_value(s, n, i, &v, &vn) || !(xs_is(v, vn, "yes") || xs_is(v, vn, "no")))
+            return 0;
+        xs_skip_ws(s, n, i);
+    }
+    return xs_lit(s, n, i, "?>");
+}
+
+enum { XS_OTHER, XS_ROOT, XS_OBJECT, XS_BNDBOX, XS_FIELD };
+enum { XS_NAME, XS_XMIN, XS_YMIN, XS_XMAX, XS_YMAX, XS_DIFFICULT, XS_NFIELDS };
+
+typedef struct {
+    const unsigned char *name;
+    size_t len;
+    int role, field;
+    size_t text_start;
+} xs_elem;
+
+typedef struct {
+    long n_name, n_bndbox;
+    const unsigned char *text[XS_NFIELDS];
+    size_t text_len[XS_NFIELDS];
+} xs_object;
+
+static void
+xs_emit(xs_buf *out, long fileno, const xs_object *o)
+{
+    int k;
+    xs_put_int(out, fileno);
+    xs_put_int(out, o->n_name);
+    xs_put_norm(out, o->text[XS_NAME], o->text_len[XS_NAME]);
+    xs_put_int(out, o->n_bndbox);
+    for (k = XS_XMIN; k <= XS_DIFFICULT; k++)
+        xs_put_norm(out, o->text[k], o->text_len[k]);
+}
+
+/* close the top element (content ends at `end`); object records are written here */
+static void
+xs_close(xs_elem *e, const unsigned char *s, size_t end, xs_object *o, xs_buf *out,
+         long fileno)
+{
+    if (e->role == XS_FIELD) {
+        if (o->text[e->field] == NULL) { /* the first one in document order */
+            o->text[e->field] = s + e->text_start;
+            o->text_len[e->field] = end - e->text_start;
+        }
+    } else if (e->role == XS_OBJECT) {
+        xs_emit(out, fileno, o);
+    }
+}
+
+/* 0: scanned (records appended), 1: outside the subset (nothing appended) */
+static int
+xs_scan_one(const unsigned char *s, size_t n, long fileno, xs_buf *out)
+{
+    static const char *coords[4] = {"xmin", "ymin", "xmax", "ymax"};
+    xs_elem stack[XS_MAXDEPTH];
+    xs_object obj;
+    size_t i = 0, saved = out->len;
+    int depth = 0, seen_root = 0, bom = 0;
+
+    memset(&obj, 0, sizeof obj);
+    if (n > XS_MAXFILE)
+        return 1;
+    if (n >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF) {
+        i = 3;
+        bom = 1;
+    }
+    if (n - i >= 5 && memcmp(s + i, "<?xml", 5) == 0 && !xs_decl(s, n, &i, bom))
+        goto fallback;
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t lt, start, len;
+        if (c != '<') { /* character data up to the next '<' */
+            unsigned char allowed = depth ? XS_C_TEXT : XS_C_WS;
+            while (i < n && (XS_CLASS[s[i]] & allowed))
+                i++;
+            if (i < n && s[i] != '<')
+                goto fallback;
+            continue;
+        }
+        lt = i++;
+        if (i < n && s[i] == '/') { /* end tag */
+            i++;
+            start = i;
+            if (i >= n || !xs_namestart(s[i]))
+                goto fallback;
+            while (i < n && xs_namechar(s[i]))
+                i++;
+            len = i - start;
+            xs_skip_ws(s, n, &i);
+            if (i >= n || s[i] != '>' || depth == 0 || stack[depth - 1].len != len ||
+                memcmp(stack[depth - 1].name, s + start, len) != 0)
+                goto fallback;
+            i++;
+            xs_close(&stack[depth - 1], s, lt, &obj, out, fileno);
+            depth--;
+            continue;
+        }
+        /* start tag */
+        start = i;
+        if (i >= n || !xs_namestart(s[i]) || (depth == 0 && seen_root) || depth == XS_MAXDEPTH)
+            goto fallback;
+        while (i < n && xs_namechar(s[i]))
+            i++;
+        len = i - start;
+        if (len > XS_MAXNAME)
+            goto fallback;
+        {
+            xs_elem *e = &stack[depth];
+            int empty, k;
+            xs_skip_ws(s, n, &i);
+            if (i < n && s[i] == '>') {
+                empty = 0;
+                i++;
+            } else if (n - i >= 2 && s[i] == '/' && s[i + 1] == '>') {
+                empty = 1;
+                i += 2;
+            } else {
+                goto fallback; /* an attribute, or not a tag */
+            }
+            e->name = s + start;
+            e->len = len;
+            e->role = XS_OTHER;
+            e->field = 0;
+            e->text_start = i;
+            if (depth == 0) {
+                if (!xs_is(s + start, len, "annotation"))
+                    goto fallback;
+                e->role = XS_ROOT;
+                seen_root = 1;
+            } else {
+                int parent = stack[depth - 1].role;
+                if (parent == XS_FIELD)
+                    goto fallback; /* its string value would include this */
+                if (parent == XS_ROOT && xs_is(s + start, len, "object")) {
+                    e->role = XS_OBJECT;
+                    memset(&obj, 0, sizeof obj);
+                } else if (parent == XS_OBJECT) {
+                    if (xs_is(s + start, len, "name")) {
+                        e->role = XS_FIELD;
+                        e->field = XS_NAME;
+                        obj.n_name++;
+                    } else if (xs_is(s + start, len, "difficult")) {
+                        e->role = XS_FIELD;
+                        e->field = XS_DIFFICULT;
+                    } else if (xs_is(s + start, len, "bndbox")) {
+                        e->role = XS_BNDBOX;
+                        obj.n_bndbox++;
+                    }
+                } else if (parent == XS_BNDBOX) {
+                    for (k = 0; k < 4; k++)
+                        if (xs_is(s + start, len, coords[k])) {
+                            e->role = XS_FIELD;
+                            e->field = XS_XMIN + k;
+                        }
+                }
+            }
+            if (empty)
+                xs_close(e, s, i, &obj, out, fileno); /* empty content: text_start == i */
+            else
+                depth++;
+        }
+    }
+    if (!seen_root || depth != 0 || out->oom)
+        goto fallback;
+    return 0;
+fallback:
+    out->len = saved;
+    return 1;
+}
+
+static PyObject *
+scan_voc_annotations(PyObject *self, PyObject *arg)
+{
+    PyObject *seq, *result = NULL, *out_bytes = NULL, *fb_bytes = NULL;
+    Py_ssize_t n, k;
+    const unsigned char **data = NULL;
+    size_t *size = NULL;
+    char *fb;
+    xs_buf out = {NULL, 0, 0, 0};
+    (void)self;
+
+    seq = PySequence_Tuple(arg); /* owns the bytes objects while the GIL is released */
+    if (seq == NULL)
+        return NULL;
+    n = PyTuple_GET_SIZE(seq);
+    fb_bytes = PyBytes_FromStringAndSize(NULL, n);
+    data = (const unsigned char **)PyMem_Malloc(sizeof(*data) * (size_t)(n ? n : 1));
+    size = (size_t *)PyMem_Malloc(sizeof(*size) * (size_t)(n ? n : 1));
+    if (fb_bytes == NULL || data == NULL || size == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (k = 0; k < n; k++) {
+        PyObject *item = PyTuple_GET_ITEM(seq, k);
+        if (!PyBytes_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "scan_voc_annotations: item %zd is not bytes", k);
+            goto done;
+        }
+        data[k] = (const unsigned char *)PyBytes_AS_STRING(item);
+        size[k] = (size_t)PyBytes_GET_SIZE(item);
+    }
+    fb = PyBytes_AS_STRING(fb_bytes);
+    Py_BEGIN_ALLOW_THREADS
+    for (k = 0; k < n; k++)
+        fb[k] = (char)xs_scan_one(data[k], size[k], (long)(k + 1), &out);
+    Py_END_ALLOW_THREADS
+    if (out.oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    out_bytes = PyBytes_FromStringAndSize(out.buf ? out.buf : "", (Py_ssize_t)out.len);
+    if (out_bytes == NULL)
+        goto done;
+    result = PyTuple_Pack(2, out_bytes, fb_bytes);
+done:
+    Py_XDECREF(out_bytes);
+    Py_XDECREF(fb_bytes);
+    PyMem_Free(data);
+    PyMem_Free(size);
+    PyMem_RawFree(out.buf);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan_detections", scan_detections, METH_O,
      "scan_detections(data) -> (values, id_start, id_len, line, error)\n\n"
@@ -424,6 +859,11 @@ static PyMethodDef methods[] = {
      "(line numbers 1-based, as bytes.splitlines() counts them); error: None or\n"
      "(line_number, kind, token_start, token_len) with kind 'fields', 'number' or\n"
      "'binary'. Numbers equal Python's float() of the token bit for bit."},
+    {"scan_voc_annotations", scan_voc_annotations, METH_O,
+     "scan_voc_annotations(datas) -> (out, fallback)\n\n"
+     "Object records (as deteval.io.voc._OBJECT_LINES writes them) of the VOC annotation\n"
+     "files (a list of bytes) inside a strict XML subset; fallback[i] is 1 for a file\n"
+     "outside it (nothing written; parse it with lxml), else 0."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {
@@ -435,5 +875,6 @@ PyMODINIT_FUNC
 PyInit__textscan(void)
 {
     init_classes();
+    xs_init_classes();
     return PyModule_Create(&module);
 }

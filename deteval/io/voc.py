@@ -91,8 +91,9 @@ def _read_text_bytes(path) -> bytes:
     return data
 
 
-def _parse_xml(path: Path) -> "etree._Element":
-    data = _read_text_bytes(path)
+def _parse_xml(path: Path, data: Optional[bytes] = None) -> "etree._Element":
+    if data is None:
+        data = _read_text_bytes(path)
     if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
         raise InputError("Expected a VOC annotation without DTD or entity declarations but "
                          "got a <!DOCTYPE>/<!ENTITY> (refused: untrusted XML)", path)
@@ -203,21 +204,34 @@ def _fast_objects(roots: List["etree._Element"]):
     them or names the problem). The roots are moved into one container element for
     the pass and moved back.
     """
+    return _summarize_objects(_object_lines(roots), len(roots))
+
+
+def _object_lines(roots: List["etree._Element"]) -> str:
+    """The ``_OBJECT_LINES`` text of the parsed files (file numbers 1..len(roots))."""
     container = etree.Element("all")
     for root in roots:
         container.append(root)
     try:
-        out = bytes(_OBJECT_LINES(container)).decode("utf-8")
+        return bytes(_OBJECT_LINES(container)).decode("utf-8")
     finally:
         for root in list(container):
             container.remove(root)
-    n_files = len(roots)
+
+
+def _parse_object_lines(out: str, file_map: np.ndarray):
+    """Per object of ``_OBJECT_LINES``-format text (from the XSLT or the C scanner):
+    ``(file_idx, names, boxes, difficult, ok, all_bad)``. File number ``k`` in the text
+    is file ``file_map[k - 1]``; ``ok`` is False for an object the fast checks cannot
+    accept; ``all_bad`` is True if the text is malformed (every file of ``file_map``
+    must then be re-read).
+    """
     # every field ends with a tab (normalize-space leaves none inside a field)
     tokens = out.split("\t")[:-1]
     if len(tokens) % 9:  # cannot happen with the stylesheet above
-        return (np.zeros(n_files, dtype=np.int64), [], np.zeros((0, 4)),
-                np.zeros(0, dtype=bool), np.ones(n_files, dtype=bool))
-    file_idx = np.array(tokens[0::9], dtype=np.int64) - 1
+        return (np.zeros(0, dtype=np.int64), [], np.zeros((0, 4)), np.zeros(0, dtype=bool),
+                np.zeros(0, dtype=bool), True)
+    file_idx = file_map[np.array(tokens[0::9], dtype=np.int64) - 1]
     n = file_idx.shape[0]
     names = tokens[2::9]
     texts = [tokens[k::9] for k in (4, 5, 6, 7)]
@@ -237,10 +251,81 @@ def _fast_objects(roots: List["etree._Element"]):
         boxes[:, 1] <= boxes[:, 3])
     if any("_" in "".join(t) for t in texts):  # float() accepts "1_000", VOC does not
         ok &= ~np.array(["_" in "".join(v) for v in zip(*texts)], dtype=bool)
-    counts = np.bincount(file_idx, minlength=n_files)
+    return file_idx, names, boxes, np.array(tokens[8::9]) == "1", ok, False
+
+
+def _summarize_objects(lines: str, n_files: int):
+    """``_fast_objects``' result for ``_OBJECT_LINES`` text of files 1..n_files."""
+    file_idx, names, boxes, difficult, ok, all_bad = _parse_object_lines(
+        lines, np.arange(n_files, dtype=np.int64))
+    if all_bad:
+        return (np.zeros(n_files, dtype=np.int64), [], np.zeros((0, 4)),
+                np.zeros(0, dtype=bool), np.ones(n_files, dtype=bool))
+    counts, bad = _per_file(file_idx, ok, n_files)
+    return counts, names, boxes, difficult, bad
+
+
+def _per_file(file_idx: np.ndarray, ok: np.ndarray, n_files: int):
+    """Object count of each file, and the files with an object the fast checks reject."""
     bad = np.zeros(n_files, dtype=bool)
     bad[file_idx[~ok]] = True
-    return counts, names, boxes, np.array(tokens[8::9]) == "1", bad
+    return np.bincount(file_idx, minlength=n_files), bad
+
+
+def _read_all_bytes(paths: List[str]):
+    """Each file's bytes, or the :class:`InputError` reading it raised (raised later,
+    in file order, exactly where the lxml path would have raised it)."""
+    datas = []
+    for path in paths:
+        try:
+            datas.append(_read_text_bytes(path))
+        except InputError as exc:
+            datas.append(exc)
+    return datas
+
+
+def _scanned_objects(paths: List[str]):
+    """``(roots, counts, names, boxes, difficult, bad)`` of the annotation files, like
+    ``_parse_xml`` on each file then ``_fast_objects`` on all roots.
+
+    The C scanner reads the files inside its strict XML subset (``roots[i]`` is None
+    for those); lxml parses the others, in file order, so the first read or syntax
+    error is the one the pure lxml path raises.
+    """
+    n_files = len(paths)
+    datas = _read_all_bytes(paths)
+    scannable = [b"" if isinstance(d, InputError) else d for d in datas]
+    out, fallback = _textscan.scan_voc_annotations(scannable)
+    fallback = np.frombuffer(fallback, dtype=np.uint8).astype(bool)
+    slow = np.flatnonzero(fallback)  # files the scanner left to lxml (and unreadable ones)
+    roots: List[Optional["etree._Element"]] = [None] * n_files
+    for i in slow.tolist():
+        if isinstance(datas[i], InputError):
+            raise datas[i]
+        roots[i] = _parse_xml(paths[i], datas[i])
+    parsed = [_parse_object_lines(out.decode("ascii"), np.arange(n_files, dtype=np.int64))]
+    if len(slow):
+        parsed.append(_parse_object_lines(_object_lines([roots[i] for i in slow]), slow))
+    file_idx = np.concatenate([p[0] for p in parsed])
+    order = None
+    if len(parsed) > 1:  # merge the two producers' objects in file order
+        order = np.argsort(file_idx, kind="stable")
+        file_idx = file_idx[order]
+    names = [name for p in parsed for name in p[1]]
+    boxes = np.concatenate([p[2] for p in parsed])
+    difficult = np.concatenate([p[3] for p in parsed])
+    ok = np.concatenate([p[4] for p in parsed])
+    if order is not None:
+        names = [names[j] for j in order.tolist()]
+        boxes, difficult, ok = boxes[order], difficult[order], ok[order]
+    counts, bad = _per_file(file_idx, ok, n_files)
+    for p, files in zip(parsed, (np.flatnonzero(~fallback), slow)):
+        if p[5]:  # malformed text (cannot happen): re-read those files
+            bad[files] = True
+    for i in np.flatnonzero(bad).tolist():  # the reference reader needs a tree
+        if roots[i] is None:
+            roots[i] = _parse_xml(paths[i], datas[i])
+    return roots, counts, names, boxes, difficult, bad
 
 
 def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = None,
@@ -289,8 +374,11 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
 
     folder = str(xml_dir)
     paths = [os.path.join(folder, f"{image_id}.xml") for image_id in image_ids]
-    roots = [_parse_xml(path) for path in paths]
-    counts, all_names, all_boxes, all_difficult, bad = _fast_objects(roots)
+    if _textscan is not None and hasattr(_textscan, "scan_voc_annotations"):
+        roots, counts, all_names, all_boxes, all_difficult, bad = _scanned_objects(paths)
+    else:
+        roots = [_parse_xml(path) for path in paths]
+        counts, all_names, all_boxes, all_difficult, bad = _fast_objects(roots)
     if bad.any():  # re-read those files object by object (accept them, or say why not)
         bounds = np.concatenate(([0], np.cumsum(counts)))
         parts = []
