@@ -551,7 +551,7 @@ def warm_imports(args, tools):
     import subprocess
     mods = {"fce": ["faster_coco_eval"],
             "pycocotools": ["pycocotools.coco", "pycocotools.cocoeval"]}
-    code = ["import importlib, json, orjson, numpy"]
+    code = ["import importlib, json, numpy"]
     for t in tools:
         for m in mods.get(t, []):
             code.append(f"try:\n    importlib.import_module({m!r})\nexcept Exception:\n    pass")

@@ -361,8 +361,8 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
             raise InputError("Expected at least one image id but got an empty image set",
                              set_path)
         listed = {name for name in os.listdir(xml_dir) if name.endswith(".xml")}
-        missing = [i for i in image_ids if f"{i}.xml" not in listed
-                   or not os.path.isfile(os.path.join(xml_dir, f"{i}.xml"))]
+        missing = [i for i in image_ids if f"{i}.xml" not in listed]  # (a folder named
+        # <id>.xml is reported when it is read)
         if missing:
             lineno = next(n for n, line in enumerate(set_path.read_bytes().splitlines(), 1)
                           if line.split() and line.split()[0].decode("utf-8", "replace")
@@ -373,7 +373,7 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
                              f"line {lineno}")
 
     folder = str(xml_dir)
-    paths = [os.path.join(folder, f"{image_id}.xml") for image_id in image_ids]
+    paths = [f"{folder}{os.sep}{image_id}.xml" for image_id in image_ids]
     if _textscan is not None and hasattr(_textscan, "scan_voc_annotations"):
         roots, counts, all_names, all_boxes, all_difficult, bad = _scanned_objects(paths)
     else:
