@@ -6,22 +6,21 @@ message can name it.
 """
 from __future__ import annotations
 
+import gc
+import itertools
+import json as _json
 import os
-from pathlib import Path
-from typing import Any, List, Optional, Sequence, Union
+from contextlib import contextmanager
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
+import msgspec
 import numpy as np
 
 from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
+from .files import read_input
 
-import gc
-import itertools
-import json as _json
-from contextlib import contextmanager
-from typing import List as _List, Tuple as _Tuple
-
-import msgspec
+__all__ = ["load_coco_ground_truth", "load_coco_results"]
 
 # Typed schemas for the fast path: msgspec decodes straight into these (skipping
 # fields deteval does not use, such as segmentations) about 4x faster than a
@@ -32,7 +31,7 @@ import msgspec
 class _Result(msgspec.Struct, gc=False):
     image_id: int
     category_id: int
-    bbox: _Tuple[float, float, float, float]
+    bbox: Tuple[float, float, float, float]
     score: float
 
 
@@ -48,19 +47,19 @@ class _Category(msgspec.Struct, gc=False):
 class _Annotation(msgspec.Struct, gc=False):
     image_id: int
     category_id: int
-    bbox: _Tuple[float, float, float, float]
+    bbox: Tuple[float, float, float, float]
     area: float = float("nan")
     iscrowd: int = 0
     id: Optional[int] = None
 
 
 class _Dataset(msgspec.Struct, gc=False):
-    images: _List[_Image]
-    annotations: _List[_Annotation]
-    categories: _List[_Category]
+    images: List[_Image]
+    annotations: List[_Annotation]
+    categories: List[_Category]
 
 
-_RESULTS = msgspec.json.Decoder(_List[_Result])
+_RESULTS = msgspec.json.Decoder(List[_Result])
 _DATASET = msgspec.json.Decoder(_Dataset)
 
 
@@ -77,15 +76,8 @@ def _no_gc():
 
 
 def _read_bytes(path) -> bytes:
-    path = Path(path)
-    try:
-        return path.read_bytes()
-    except IsADirectoryError:
-        raise InputError(expected("file", "a JSON file", "a folder"), path) from None
-    except OSError as exc:
-        raise InputError(f"Expected a readable JSON file but got: {exc.strerror}", path) from None
+    return read_input(path, "JSON file", refuse_nul=False)
 
-__all__ = ["load_coco_ground_truth", "load_coco_results"]
 
 Source = Union[str, os.PathLike, dict, list]
 

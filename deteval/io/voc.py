@@ -15,6 +15,12 @@ from lxml import etree
 
 from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
+from .files import read_input
+
+try:  # optional C scanner (deteval/_textscan.c); the Python parser below is the reference
+    from .. import _textscan
+except ImportError:  # pragma: no cover - built without a C compiler
+    _textscan = None
 
 __all__ = ["load_voc_annotations", "load_voc_detections", "read_imageset",
            "resolve_voc_layout"]
@@ -79,16 +85,7 @@ def read_imageset(path: PathLike) -> List[str]:
 
 
 def _read_text_bytes(path) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except IsADirectoryError:
-        raise InputError(expected("file", "a text file", "a folder"), path) from None
-    except OSError as exc:
-        raise InputError(f"Expected a readable file but got: {exc.strerror}", path) from None
-    if b"\x00" in data:
-        raise InputError("Expected a text file but got binary data (NUL bytes)", path)
-    return data
+    return read_input(path, "text file")
 
 
 def _parse_xml(path: Path, data: Optional[bytes] = None) -> "etree._Element":
@@ -190,23 +187,6 @@ _OBJECT_LINES = etree.XSLT(etree.XML(b"""\
 </xsl:stylesheet>"""))
 
 
-def _finite(box) -> bool:
-    return all(v - v == 0 for v in box)  # False for inf and NaN
-
-
-def _fast_objects(roots: List["etree._Element"]):
-    """Objects of all parsed files in one XSLT pass, checked with array operations.
-
-    Returns ``(counts, names, boxes, difficult, bad)``: the object count of each file,
-    and for every object in file order its name, box (float64, shape (n, 4)) and
-    difficult flag; ``bad`` flags the files whose objects the fast pass cannot read
-    unambiguously (the caller re-reads those with :func:`_read_objects`, which accepts
-    them or names the problem). The roots are moved into one container element for
-    the pass and moved back.
-    """
-    return _summarize_objects(_object_lines(roots), len(roots))
-
-
 def _object_lines(roots: List["etree._Element"]) -> str:
     """The ``_OBJECT_LINES`` text of the parsed files (file numbers 1..len(roots))."""
     container = etree.Element("all")
@@ -254,17 +234,6 @@ def _parse_object_lines(out: str, file_map: np.ndarray):
     return file_idx, names, boxes, np.array(tokens[8::9]) == "1", ok, False
 
 
-def _summarize_objects(lines: str, n_files: int):
-    """``_fast_objects``' result for ``_OBJECT_LINES`` text of files 1..n_files."""
-    file_idx, names, boxes, difficult, ok, all_bad = _parse_object_lines(
-        lines, np.arange(n_files, dtype=np.int64))
-    if all_bad:
-        return (np.zeros(n_files, dtype=np.int64), [], np.zeros((0, 4)),
-                np.zeros(0, dtype=bool), np.ones(n_files, dtype=bool))
-    counts, bad = _per_file(file_idx, ok, n_files)
-    return counts, names, boxes, difficult, bad
-
-
 def _per_file(file_idx: np.ndarray, ok: np.ndarray, n_files: int):
     """Object count of each file, and the files with an object the fast checks reject."""
     bad = np.zeros(n_files, dtype=bool)
@@ -285,18 +254,23 @@ def _read_all_bytes(paths: List[str]):
 
 
 def _scanned_objects(paths: List[str]):
-    """``(roots, counts, names, boxes, difficult, bad)`` of the annotation files, like
-    ``_parse_xml`` on each file then ``_fast_objects`` on all roots.
+    """``(roots, counts, names, boxes, difficult, bad)`` of the annotation files.
 
-    The C scanner reads the files inside its strict XML subset (``roots[i]`` is None
-    for those); lxml parses the others, in file order, so the first read or syntax
-    error is the one the pure lxml path raises.
+    The C scanner, when built, reads the files inside its strict XML subset
+    (``roots[i]`` is None for those); lxml parses all others (every file without
+    the extension), in file order, so the first read or syntax error is always the
+    one lxml raises, and one XSLT pass (:data:`_OBJECT_LINES`) reads their objects.
+    ``bad`` flags files whose objects the fast checks reject: the caller re-reads
+    them with :func:`_read_objects`, which accepts them or names the problem.
     """
     n_files = len(paths)
     datas = _read_all_bytes(paths)
-    scannable = [b"" if isinstance(d, InputError) else d for d in datas]
-    out, fallback = _textscan.scan_voc_annotations(scannable)
-    fallback = np.frombuffer(fallback, dtype=np.uint8).astype(bool)
+    if _textscan is not None and hasattr(_textscan, "scan_voc_annotations"):
+        scannable = [b"" if isinstance(d, InputError) else d for d in datas]
+        out, fallback = _textscan.scan_voc_annotations(scannable)
+        fallback = np.frombuffer(fallback, dtype=np.uint8).astype(bool)
+    else:
+        out, fallback = b"", np.ones(n_files, dtype=bool)
     slow = np.flatnonzero(fallback)  # files the scanner left to lxml (and unreadable ones)
     roots: List[Optional["etree._Element"]] = [None] * n_files
     for i in slow.tolist():
@@ -374,11 +348,7 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
 
     folder = str(xml_dir)
     paths = [f"{folder}{os.sep}{image_id}.xml" for image_id in image_ids]
-    if _textscan is not None and hasattr(_textscan, "scan_voc_annotations"):
-        roots, counts, all_names, all_boxes, all_difficult, bad = _scanned_objects(paths)
-    else:
-        roots = [_parse_xml(path) for path in paths]
-        counts, all_names, all_boxes, all_difficult, bad = _fast_objects(roots)
+    roots, counts, all_names, all_boxes, all_difficult, bad = _scanned_objects(paths)
     if bad.any():  # re-read those files object by object (accept them, or say why not)
         bounds = np.concatenate(([0], np.cumsum(counts)))
         parts = []
@@ -395,13 +365,17 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
         all_boxes = np.concatenate([p[1] for p in parts])
         all_difficult = np.concatenate([p[2] for p in parts])
 
-    present = sorted(set(all_names))
+    # one lookup per distinct name, not per object
+    distinct, name_idx = np.unique(np.array(all_names, dtype=object), return_inverse=True)
+    present = [str(n) for n in distinct]
     if classes is None:
         class_names = tuple(present)
     else:
         class_names = tuple(sorted(set(classes)))
     lookup = {name: k for k, name in enumerate(class_names)}
-    class_idx = np.array([lookup.get(n, -1) for n in all_names], dtype=np.int64)
+    class_of_name = np.array([lookup.get(n, -1) for n in present], dtype=np.int64)
+    class_idx = class_of_name[name_idx.reshape(-1)] if len(all_names) else np.zeros(
+        0, dtype=np.int64)
     image_idx = np.repeat(np.arange(len(image_ids), dtype=np.int64), counts)
     boxes = np.asarray(all_boxes, dtype=np.float64).reshape(-1, 4)
     difficult = np.asarray(all_difficult, dtype=bool)
@@ -446,11 +420,6 @@ def find_detection_files(detections: PathLike, class_names: Sequence[str]
         found[cls] = path
     return found, unused
 
-
-try:  # optional C scanner (deteval/_textscan.c); the Python parser below is the reference
-    from .. import _textscan
-except ImportError:  # pragma: no cover - built without a C compiler
-    _textscan = None
 
 
 def _parse_detection_file(path: Path):
