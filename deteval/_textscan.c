@@ -649,10 +649,228 @@ typedef struct {
     size_t text_len[XS_NFIELDS];
 } xs_object;
 
+/* ---- binary columns (scan_voc_files) ---- */
+
+typedef struct {
+    /* per object */
+    double *boxes;            /* 4 per object */
+    int64_t *name_idx;        /* into the name table; -1 for an object that is not ok */
+    unsigned char *difficult; /* normalize-space(difficult[1]) == "1" */
+    unsigned char *ok;        /* passes the fast checks (else the file is re-read) */
+    size_t n, cap;
+    /* distinct normalized names: arena + offsets, open-addressing hash of indices */
+    char *arena;
+    size_t arena_len, arena_cap;
+    size_t *name_off, *name_len;
+    size_t n_names, names_cap;
+    int64_t *hash;
+    size_t hash_cap;
+    /* scratch for normalize-space */
+    char *tmp;
+    size_t tmp_cap;
+    int oom;
+} xs_cols;
+
+static int
+xs_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    size_t c = *cap ? *cap : 1024;
+    void *np_;
+    if (need <= *cap)
+        return 0;
+    while (c < need)
+        c *= 2;
+    np_ = PyMem_RawRealloc(*p, c * elem);
+    if (np_ == NULL)
+        return -1;
+    *p = np_;
+    *cap = c;
+    return 0;
+}
+
+static uint64_t
+xs_fnv(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* index of the name s[0..n) in the table, added if new; -1 when out of memory */
+static int64_t
+xs_intern(xs_cols *c, const char *s, size_t n)
+{
+    size_t mask, j;
+    if (c->hash_cap < 2 * (c->n_names + 1)) { /* (re)build the hash at twice the size */
+        size_t cap = c->hash_cap ? c->hash_cap * 2 : 64, k;
+        int64_t *h;
+        while (cap < 2 * (c->n_names + 1))
+            cap *= 2;
+        h = (int64_t *)PyMem_RawMalloc(cap * sizeof(int64_t));
+        if (h == NULL)
+            return -1;
+        for (k = 0; k < cap; k++)
+            h[k] = -1;
+        for (k = 0; k < c->n_names; k++) {
+            j = (size_t)xs_fnv(c->arena + c->name_off[k], c->name_len[k]) & (cap - 1);
+            while (h[j] >= 0)
+                j = (j + 1) & (cap - 1);
+            h[j] = (int64_t)k;
+        }
+        PyMem_RawFree(c->hash);
+        c->hash = h;
+        c->hash_cap = cap;
+    }
+    mask = c->hash_cap - 1;
+    j = (size_t)xs_fnv(s, n) & mask;
+    while (c->hash[j] >= 0) {
+        size_t k = (size_t)c->hash[j];
+        if (c->name_len[k] == n && memcmp(c->arena + c->name_off[k], s, n) == 0)
+            return (int64_t)k;
+        j = (j + 1) & mask;
+    }
+    if (xs_grow((void **)&c->arena, &c->arena_cap, c->arena_len + n + 1, 1) < 0 ||
+        xs_grow((void **)&c->name_off, &c->names_cap, c->n_names + 1, sizeof(size_t)) < 0)
+        return -1;
+    /* name_len shares names_cap: grow it to the same capacity */
+    {
+        size_t *nl = (size_t *)PyMem_RawRealloc(c->name_len, c->names_cap * sizeof(size_t));
+        if (nl == NULL)
+            return -1;
+        c->name_len = nl;
+    }
+    memcpy(c->arena + c->arena_len, s, n);
+    c->name_off[c->n_names] = c->arena_len;
+    c->name_len[c->n_names] = n;
+    c->arena_len += n;
+    c->hash[j] = (int64_t)c->n_names;
+    return (int64_t)c->n_names++;
+}
+
+/* XPath normalize-space of s[0..n) into c->tmp; its length, or (size_t)-1 on OOM */
+static size_t
+xs_norm_tmp(xs_cols *c, const unsigned char *s, size_t n)
+{
+    size_t i = 0, j, len = 0;
+    if (xs_grow((void **)&c->tmp, &c->tmp_cap, n + 1, 1) < 0)
+        return (size_t)-1;
+    while (i < n) {
+        while (i < n && xs_ws(s[i]))
+            i++;
+        if (i == n)
+            break;
+        j = i;
+        while (j < n && !xs_ws(s[j]))
+            j++;
+        if (len)
+            c->tmp[len++] = ' ';
+        memcpy(c->tmp + len, s + i, j - i);
+        len += j - i;
+        i = j;
+    }
+    return len;
+}
+
+/* float(normalize-space(text)) by the exact fast path; 0 if the text needs the
+ * reference reader (empty, inner space, non-finite, a form the fast path declines) */
+static int
+xs_coord(const unsigned char *s, size_t n, double *v)
+{
+    const unsigned char *p = s, *e = s + n, *q;
+    if (s == NULL)
+        return 0;
+    while (p < e && xs_ws(*p))
+        p++;
+    while (e > p && xs_ws(e[-1]))
+        e--;
+    if (p == e)
+        return 0;
+    q = fast_number(p, e, v, 0);
+    return q == e;
+}
+
 static void
-xs_emit(xs_buf *out, long fileno, const xs_object *o)
+xs_emit_cols(xs_cols *c, const xs_object *o)
+{
+    size_t r = c->n;
+    double b[4];
+    int ok, k;
+    int64_t idx = -1;
+    const unsigned char *d;
+    size_t dn;
+    if (c->oom)
+        return;
+    if (r + 1 > c->cap) {
+        size_t cap = c->cap;
+        if (xs_grow((void **)&c->boxes, &cap, r + 1, 4 * sizeof(double)) < 0) {
+            c->oom = 1;
+            return;
+        }
+        if ((c->name_idx = (int64_t *)PyMem_RawRealloc(c->name_idx, cap * sizeof(int64_t))) == NULL ||
+            (c->difficult = (unsigned char *)PyMem_RawRealloc(c->difficult, cap)) == NULL ||
+            (c->ok = (unsigned char *)PyMem_RawRealloc(c->ok, cap)) == NULL) {
+            c->oom = 1; /* the failed pointer is lost with its block only on exit paths */
+            return;
+        }
+        c->cap = cap;
+    }
+    ok = o->n_name == 1 && o->n_bndbox == 1;
+    for (k = 0; k < 4; k++) {
+        b[k] = 0.0;
+        if (ok && !xs_coord(o->text[XS_XMIN + k], o->text_len[XS_XMIN + k], &b[k]))
+            ok = 0;
+    }
+    if (ok && !(b[0] <= b[2] && b[1] <= b[3]))
+        ok = 0;
+    if (ok) {
+        size_t len = xs_norm_tmp(c, o->text[XS_NAME], o->text_len[XS_NAME]);
+        if (len == (size_t)-1) {
+            c->oom = 1;
+            return;
+        }
+        if (len == 0)
+            ok = 0;
+        else if ((idx = xs_intern(c, c->tmp, len)) < 0) {
+            c->oom = 1;
+            return;
+        }
+    }
+    d = o->text[XS_DIFFICULT];
+    dn = o->text_len[XS_DIFFICULT];
+    if (d != NULL) {
+        while (dn && xs_ws(*d)) {
+            d++;
+            dn--;
+        }
+        while (dn && xs_ws(d[dn - 1]))
+            dn--;
+    }
+    memcpy(c->boxes + 4 * r, b, sizeof b);
+    c->name_idx[r] = ok ? idx : -1;
+    c->difficult[r] = (unsigned char)(d != NULL && dn == 1 && d[0] == '1');
+    c->ok[r] = (unsigned char)ok;
+    c->n = r + 1;
+}
+
+/* where object records go: text lines (scan_voc_annotations) or columns */
+typedef struct {
+    xs_buf *text;
+    xs_cols *cols;
+} xs_sink;
+
+static void
+xs_emit(xs_sink *sink, long fileno, const xs_object *o)
 {
     int k;
+    xs_buf *out = sink->text;
+    if (sink->cols != NULL) {
+        xs_emit_cols(sink->cols, o);
+        return;
+    }
     xs_put_int(out, fileno);
     xs_put_int(out, o->n_name);
     xs_put_norm(out, o->text[XS_NAME], o->text_len[XS_NAME]);
@@ -663,7 +881,7 @@ xs_emit(xs_buf *out, long fileno, const xs_object *o)
 
 /* close the top element (content ends at `end`); object records are written here */
 static void
-xs_close(xs_elem *e, const unsigned char *s, size_t end, xs_object *o, xs_buf *out,
+xs_close(xs_elem *e, const unsigned char *s, size_t end, xs_object *o, xs_sink *out,
          long fileno)
 {
     if (e->role == XS_FIELD) {
@@ -678,12 +896,13 @@ xs_close(xs_elem *e, const unsigned char *s, size_t end, xs_object *o, xs_buf *o
 
 /* 0: scanned (records appended), 1: outside the subset (nothing appended) */
 static int
-xs_scan_one(const unsigned char *s, size_t n, long fileno, xs_buf *out)
+xs_scan_one(const unsigned char *s, size_t n, long fileno, xs_sink *out)
 {
     static const char *coords[4] = {"xmin", "ymin", "xmax", "ymax"};
     xs_elem stack[XS_MAXDEPTH];
     xs_object obj;
-    size_t i = 0, saved = out->len;
+    size_t i = 0, saved = out->text ? out->text->len : 0;
+    size_t saved_n = out->cols ? out->cols->n : 0;
     int depth = 0, seen_root = 0, bom = 0;
 
     memset(&obj, 0, sizeof obj);
@@ -789,11 +1008,15 @@ xs_scan_one(const unsigned char *s, size_t n, long fileno, xs_buf *out)
                 depth++;
         }
     }
-    if (!seen_root || depth != 0 || out->oom)
+    if (!seen_root || depth != 0 || (out->text && out->text->oom) ||
+        (out->cols && out->cols->oom))
         goto fallback;
     return 0;
 fallback:
-    out->len = saved;
+    if (out->text)
+        out->text->len = saved;
+    if (out->cols)
+        out->cols->n = saved_n;
     return 1;
 }
 
@@ -806,6 +1029,7 @@ scan_voc_annotations(PyObject *self, PyObject *arg)
     size_t *size = NULL;
     char *fb;
     xs_buf out = {NULL, 0, 0, 0};
+    xs_sink sink = {&out, NULL};
     (void)self;
 
     seq = PySequence_Tuple(arg); /* owns the bytes objects while the GIL is released */
@@ -831,7 +1055,7 @@ scan_voc_annotations(PyObject *self, PyObject *arg)
     fb = PyBytes_AS_STRING(fb_bytes);
     Py_BEGIN_ALLOW_THREADS
     for (k = 0; k < n; k++)
-        fb[k] = (char)xs_scan_one(data[k], size[k], (long)(k + 1), &out);
+        fb[k] = (char)xs_scan_one(data[k], size[k], (long)(k + 1), &sink);
     Py_END_ALLOW_THREADS
     if (out.oom) {
         PyErr_NoMemory();
@@ -851,6 +1075,202 @@ done:
     return result;
 }
 
+/* ---- scan_voc_files: read the annotation files and scan them into columns ----------
+ *
+ * scan_voc_files(paths) -> (fallback, counts, names, name_idx, boxes, difficult, ok)
+ *
+ * paths: a sequence of str/bytes/os.PathLike. Each file is read here (without the GIL);
+ * a file that cannot be opened or read, is not a regular file, is larger than
+ * XS_MAXFILE or lies outside the subset of scan_voc_annotations gets fallback[i] = 1
+ * and no objects (the caller reads it with Python and lxml, which raises the precise
+ * error). For the other files, one row per <object> in document order:
+ *   counts: bytes, n_files int64 (objects per file)
+ *   names: list of str, distinct normalize-space(name) values (may hold names of
+ *          files that fell back: use the indices that occur)
+ *   name_idx: bytes, int64 per object (-1 when ok is 0)
+ *   boxes: bytes, 4 float64 per object (xmin ymin xmax ymax; 0 when ok is 0)
+ *   difficult: bytes, uint8 per object
+ *   ok: bytes, uint8 per object: count(name) = count(bndbox) = 1, a non-empty name,
+ *       four coordinates float() reads exactly by the fast path (finite), xmin <= xmax
+ *       and ymin <= ymax. A file with an object that is not ok must be re-read by the
+ *       reference reader, which accepts it or names the problem.
+ */
+#ifdef _WIN32
+#include <stdio.h>
+#else
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+#endif
+
+/* the whole file into *buf (capacity *cap, NUL-terminated); 0 on success */
+static int
+xs_read_file(const char *path, unsigned char **buf, size_t *cap, size_t *len)
+{
+    size_t n = 0;
+#ifdef _WIN32
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return -1;
+    for (;;) {
+        size_t got;
+        if (n + 65536 + 1 > *cap && xs_grow((void **)buf, cap, n + 65536 + 1, 1) < 0) {
+            fclose(f);
+            return -1;
+        }
+        got = fread(*buf + n, 1, *cap - n - 1, f);
+        n += got;
+        if (n > XS_MAXFILE) {
+            fclose(f);
+            return -1;
+        }
+        if (got == 0) {
+            int bad = ferror(f);
+            fclose(f);
+            if (bad)
+                return -1;
+            break;
+        }
+    }
+#else
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > XS_MAXFILE) {
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        ssize_t got;
+        size_t need;
+        /* room for the expected size, one more byte to see the end, and the NUL */
+        need = n + 4097;
+        if (need < (size_t)st.st_size + 2)
+            need = (size_t)st.st_size + 2;
+        if (xs_grow((void **)buf, cap, need, 1) < 0) {
+            close(fd);
+            return -1;
+        }
+        got = read(fd, *buf + n, *cap - n - 1);
+        if (got < 0) {
+            close(fd);
+            return -1;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+        if (n > XS_MAXFILE) {
+            close(fd);
+            return -1;
+        }
+    }
+    close(fd);
+#endif
+    if (*buf == NULL && xs_grow((void **)buf, cap, 1, 1) < 0)
+        return -1;
+    (*buf)[n] = 0;
+    *len = n;
+    return 0;
+}
+
+static PyObject *
+scan_voc_files(PyObject *self, PyObject *arg)
+{
+    PyObject *seq = NULL, *paths = NULL, *result = NULL, *names = NULL;
+    PyObject *fb_bytes = NULL, *counts_bytes = NULL;
+    Py_ssize_t n, k;
+    const char **cpath = NULL;
+    char *fb;
+    int64_t *counts;
+    unsigned char *buf = NULL;
+    size_t cap = 0, len, before;
+    xs_cols cols;
+    xs_sink sink = {NULL, &cols};
+    (void)self;
+
+    memset(&cols, 0, sizeof cols);
+    seq = PySequence_Tuple(arg);
+    if (seq == NULL)
+        return NULL;
+    n = PyTuple_GET_SIZE(seq);
+    paths = PyTuple_New(n); /* owns the encoded paths while the GIL is released */
+    fb_bytes = PyBytes_FromStringAndSize(NULL, n);
+    counts_bytes = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    cpath = (const char **)PyMem_Malloc(sizeof(*cpath) * (size_t)(n ? n : 1));
+    if (paths == NULL || fb_bytes == NULL || counts_bytes == NULL || cpath == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (k = 0; k < n; k++) {
+        PyObject *enc = NULL;
+        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(seq, k), &enc))
+            goto done;
+        PyTuple_SET_ITEM(paths, k, enc);
+        cpath[k] = PyBytes_AS_STRING(enc);
+    }
+    fb = PyBytes_AS_STRING(fb_bytes);
+    counts = (int64_t *)PyBytes_AS_STRING(counts_bytes);
+    Py_BEGIN_ALLOW_THREADS
+    for (k = 0; k < n && !cols.oom; k++) {
+        before = cols.n;
+        /* a path with an embedded NUL cannot be opened here: Python reports it */
+        if (strlen(cpath[k]) != (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(paths, k)) ||
+            xs_read_file(cpath[k], &buf, &cap, &len) != 0)
+            fb[k] = 1;
+        else
+            fb[k] = (char)xs_scan_one(buf, len, (long)(k + 1), &sink);
+        counts[k] = (int64_t)(cols.n - before);
+    }
+    Py_END_ALLOW_THREADS
+    if (cols.oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    names = PyList_New((Py_ssize_t)cols.n_names);
+    if (names == NULL)
+        goto done;
+    for (k = 0; k < (Py_ssize_t)cols.n_names; k++) {
+        PyObject *s = PyUnicode_DecodeASCII(cols.arena + cols.name_off[k],
+                                            (Py_ssize_t)cols.name_len[k], NULL);
+        if (s == NULL)
+            goto done;
+        PyList_SET_ITEM(names, k, s);
+    }
+    result = Py_BuildValue(
+        "(OONy#y#y#y#)", fb_bytes, counts_bytes, names,
+        (const char *)(cols.name_idx ? (void *)cols.name_idx : (void *)""),
+        (Py_ssize_t)(cols.n * sizeof(int64_t)),
+        (const char *)(cols.boxes ? (void *)cols.boxes : (void *)""),
+        (Py_ssize_t)(cols.n * 4 * sizeof(double)),
+        (const char *)(cols.difficult ? (void *)cols.difficult : (void *)""),
+        (Py_ssize_t)cols.n,
+        (const char *)(cols.ok ? (void *)cols.ok : (void *)""), (Py_ssize_t)cols.n);
+    names = NULL; /* the N format stole it */
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(fb_bytes);
+    Py_XDECREF(counts_bytes);
+    Py_XDECREF(paths);
+    Py_XDECREF(seq);
+    PyMem_Free((void *)cpath);
+    PyMem_RawFree(buf);
+    PyMem_RawFree(cols.boxes);
+    PyMem_RawFree(cols.name_idx);
+    PyMem_RawFree(cols.difficult);
+    PyMem_RawFree(cols.ok);
+    PyMem_RawFree(cols.arena);
+    PyMem_RawFree(cols.name_off);
+    PyMem_RawFree(cols.name_len);
+    PyMem_RawFree(cols.hash);
+    PyMem_RawFree(cols.tmp);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan_detections", scan_detections, METH_O,
      "scan_detections(data) -> (values, id_start, id_len, line, error)\n\n"
@@ -864,6 +1284,10 @@ static PyMethodDef methods[] = {
      "Object records (as deteval.io.voc._OBJECT_LINES writes them) of the VOC annotation\n"
      "files (a list of bytes) inside a strict XML subset; fallback[i] is 1 for a file\n"
      "outside it (nothing written; parse it with lxml), else 0."},
+    {"scan_voc_files", scan_voc_files, METH_O,
+     "scan_voc_files(paths) -> (fallback, counts, names, name_idx, boxes, difficult, ok)\n\n"
+     "Read and scan VOC annotation files into columns (see the C source for the layout);\n"
+     "fallback[i] is 1 for a file left to Python and lxml."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

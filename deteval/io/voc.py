@@ -241,65 +241,71 @@ def _per_file(file_idx: np.ndarray, ok: np.ndarray, n_files: int):
     return np.bincount(file_idx, minlength=n_files), bad
 
 
-def _read_all_bytes(paths: List[str]):
-    """Each file's bytes, or the :class:`InputError` reading it raised (raised later,
-    in file order, exactly where the lxml path would have raised it)."""
-    datas = []
-    for path in paths:
-        try:
-            datas.append(_read_text_bytes(path))
-        except InputError as exc:
-            datas.append(exc)
-    return datas
+def _c_scanned(paths: List[str]):
+    """The C reader-scanner's objects as ``(file_idx, name_table, name_idx, boxes,
+    difficult, ok)``, and the files it left to lxml (a bool mask); None without it."""
+    scan = getattr(_textscan, "scan_voc_files", None)
+    if scan is None:
+        return None, np.ones(len(paths), dtype=bool)
+    fallback, counts, table, name_idx, boxes, difficult, ok = scan(paths)
+    counts = np.frombuffer(counts, dtype=np.int64)
+    file_idx = np.repeat(np.arange(len(paths), dtype=np.int64), counts)
+    return ((file_idx, table, np.frombuffer(name_idx, dtype=np.int64),
+             np.frombuffer(boxes, dtype=np.float64).reshape(-1, 4),
+             np.frombuffer(difficult, dtype=np.uint8).astype(bool),
+             np.frombuffer(ok, dtype=np.uint8).astype(bool)),
+            np.frombuffer(fallback, dtype=np.uint8).astype(bool))
 
 
 def _scanned_objects(paths: List[str]):
-    """``(roots, counts, names, boxes, difficult, bad)`` of the annotation files.
+    """``(roots, counts, name_table, name_idx, boxes, difficult, bad)`` of the files.
 
-    The C scanner, when built, reads the files inside its strict XML subset
-    (``roots[i]`` is None for those); lxml parses all others (every file without
-    the extension), in file order, so the first read or syntax error is always the
-    one lxml raises, and one XSLT pass (:data:`_OBJECT_LINES`) reads their objects.
-    ``bad`` flags files whose objects the fast checks reject: the caller re-reads
-    them with :func:`_read_objects`, which accepts them or names the problem.
+    The C extension, when built, reads and scans the files inside its strict XML
+    subset (``roots[i]`` is None for those); lxml parses all others (every file
+    without the extension), in file order, so the first read or syntax error is
+    always the one lxml raises, and one XSLT pass (:data:`_OBJECT_LINES`) reads
+    their objects. Object ``j`` is named ``name_table[name_idx[j]]`` (the table may
+    repeat names and hold unused ones). ``bad`` flags files whose objects the fast
+    checks reject: the caller re-reads them with :func:`_read_objects`, which
+    accepts them or names the problem.
     """
     n_files = len(paths)
-    datas = _read_all_bytes(paths)
-    if _textscan is not None and hasattr(_textscan, "scan_voc_annotations"):
-        scannable = [b"" if isinstance(d, InputError) else d for d in datas]
-        out, fallback = _textscan.scan_voc_annotations(scannable)
-        fallback = np.frombuffer(fallback, dtype=np.uint8).astype(bool)
-    else:
-        out, fallback = b"", np.ones(n_files, dtype=bool)
-    slow = np.flatnonzero(fallback)  # files the scanner left to lxml (and unreadable ones)
+    fast, fallback = _c_scanned(paths)
+    slow = np.flatnonzero(fallback)  # files left to lxml (and unreadable ones)
     roots: List[Optional["etree._Element"]] = [None] * n_files
     for i in slow.tolist():
-        if isinstance(datas[i], InputError):
-            raise datas[i]
-        roots[i] = _parse_xml(paths[i], datas[i])
-    parsed = [_parse_object_lines(out.decode("ascii"), np.arange(n_files, dtype=np.int64))]
+        roots[i] = _parse_xml(paths[i])
+    parsed = [] if fast is None else [fast]
+    malformed = False
     if len(slow):
-        parsed.append(_parse_object_lines(_object_lines([roots[i] for i in slow]), slow))
+        file_idx, names, boxes, difficult, ok, malformed = _parse_object_lines(
+            _object_lines([roots[i] for i in slow]), slow)
+        parsed.append((file_idx, names, np.arange(len(names), dtype=np.int64), boxes,
+                       difficult, ok))
+    if not parsed:
+        parsed.append((np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int64),
+                       np.zeros((0, 4)), np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)))
+    table: List[str] = []
+    name_idx = []
+    for p in parsed:  # one name table: offset each producer's indices
+        name_idx.append(np.where(p[2] >= 0, p[2] + len(table), -1))
+        table.extend(p[1])
     file_idx = np.concatenate([p[0] for p in parsed])
-    order = None
+    name_idx = np.concatenate(name_idx)
+    boxes = np.concatenate([p[3] for p in parsed])
+    difficult = np.concatenate([p[4] for p in parsed])
+    ok = np.concatenate([p[5] for p in parsed])
     if len(parsed) > 1:  # merge the two producers' objects in file order
         order = np.argsort(file_idx, kind="stable")
-        file_idx = file_idx[order]
-    names = [name for p in parsed for name in p[1]]
-    boxes = np.concatenate([p[2] for p in parsed])
-    difficult = np.concatenate([p[3] for p in parsed])
-    ok = np.concatenate([p[4] for p in parsed])
-    if order is not None:
-        names = [names[j] for j in order.tolist()]
-        boxes, difficult, ok = boxes[order], difficult[order], ok[order]
+        file_idx, name_idx, boxes = file_idx[order], name_idx[order], boxes[order]
+        difficult, ok = difficult[order], ok[order]
     counts, bad = _per_file(file_idx, ok, n_files)
-    for p, files in zip(parsed, (np.flatnonzero(~fallback), slow)):
-        if p[5]:  # malformed text (cannot happen): re-read those files
-            bad[files] = True
+    if malformed:  # the XSLT text was malformed (cannot happen): re-read those files
+        bad[slow] = True
     for i in np.flatnonzero(bad).tolist():  # the reference reader needs a tree
         if roots[i] is None:
-            roots[i] = _parse_xml(paths[i], datas[i])
-    return roots, counts, names, boxes, difficult, bad
+            roots[i] = _parse_xml(paths[i])
+    return roots, counts, table, name_idx, boxes, difficult, bad
 
 
 def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = None,
@@ -348,7 +354,7 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
 
     folder = str(xml_dir)
     paths = [f"{folder}{os.sep}{image_id}.xml" for image_id in image_ids]
-    roots, counts, all_names, all_boxes, all_difficult, bad = _scanned_objects(paths)
+    roots, counts, table, name_idx, all_boxes, all_difficult, bad = _scanned_objects(paths)
     if bad.any():  # re-read those files object by object (accept them, or say why not)
         bounds = np.concatenate(([0], np.cumsum(counts)))
         parts = []
@@ -356,26 +362,28 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
             if bad[i]:
                 names, boxes, difficult = _read_objects(paths[i], roots[i])
                 counts[i] = len(names)
-                parts.append((names, np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
+                parts.append((np.arange(len(table), len(table) + len(names), dtype=np.int64),
+                              np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
                               np.asarray(difficult, dtype=bool)))
+                table.extend(names)
             else:
                 a, b = bounds[i], bounds[i + 1]
-                parts.append((all_names[a:b], all_boxes[a:b], all_difficult[a:b]))
-        all_names = [name for p in parts for name in p[0]]
+                parts.append((name_idx[a:b], all_boxes[a:b], all_difficult[a:b]))
+        name_idx = np.concatenate([p[0] for p in parts])
         all_boxes = np.concatenate([p[1] for p in parts])
         all_difficult = np.concatenate([p[2] for p in parts])
 
-    # one lookup per distinct name, not per object
-    distinct, name_idx = np.unique(np.array(all_names, dtype=object), return_inverse=True)
-    present = [str(n) for n in distinct]
+    # one lookup per name-table entry, not per object
+    used = np.zeros(len(table), dtype=bool)
+    used[name_idx] = True
+    present = sorted({table[k] for k in np.flatnonzero(used).tolist()})
     if classes is None:
         class_names = tuple(present)
     else:
         class_names = tuple(sorted(set(classes)))
     lookup = {name: k for k, name in enumerate(class_names)}
-    class_of_name = np.array([lookup.get(n, -1) for n in present], dtype=np.int64)
-    class_idx = class_of_name[name_idx.reshape(-1)] if len(all_names) else np.zeros(
-        0, dtype=np.int64)
+    class_of_entry = np.array([lookup.get(n, -1) for n in table], dtype=np.int64)
+    class_idx = class_of_entry[name_idx] if len(name_idx) else np.zeros(0, dtype=np.int64)
     image_idx = np.repeat(np.arange(len(image_ids), dtype=np.int64), counts)
     boxes = np.asarray(all_boxes, dtype=np.float64).reshape(-1, 4)
     difficult = np.asarray(all_difficult, dtype=bool)
