@@ -177,11 +177,127 @@ slow_float(const char *s, Py_ssize_t n, double *out)
     return rc;
 }
 
+/* ---- image id table: raw id token bytes -> position (the last one for a repeat) ---- */
+
+#define ID_TABLE_CAPSULE "deteval._textscan.id_table"
+
+typedef struct {
+    PyObject *keys;      /* tuple of bytes, kept alive for the pointers below */
+    const char **ptr;
+    Py_ssize_t *len;
+    int64_t *slot;       /* position, or -1 for an empty slot */
+    size_t mask;
+} id_table_t;
+
+static uint64_t
+id_hash(const unsigned char *s, Py_ssize_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+ALWAYS_INLINE int64_t
+id_lookup(const id_table_t *t, const unsigned char *s, Py_ssize_t n)
+{
+    size_t j = (size_t)id_hash(s, n) & t->mask;
+    for (;;) {
+        int64_t pos = t->slot[j];
+        if (pos < 0)
+            return -1;
+        if (t->len[pos] == n && memcmp(t->ptr[pos], s, (size_t)n) == 0)
+            return pos;
+        j = (j + 1) & t->mask;
+    }
+}
+
+static void
+id_table_free(PyObject *capsule)
+{
+    id_table_t *t = (id_table_t *)PyCapsule_GetPointer(capsule, ID_TABLE_CAPSULE);
+    if (t == NULL)
+        return;
+    Py_XDECREF(t->keys);
+    PyMem_Free(t->ptr);
+    PyMem_Free(t->len);
+    PyMem_Free(t->slot);
+    PyMem_Free(t);
+}
+
+/* id_table(keys) -> capsule: keys is a sequence of bytes (the encoded image ids in
+ * position order); a token equal to keys[i] maps to i (the last i for a repeat). */
+static PyObject *
+id_table(PyObject *self, PyObject *arg)
+{
+    id_table_t *t;
+    PyObject *capsule;
+    Py_ssize_t n, i;
+    size_t cap = 16;
+    (void)self;
+    t = (id_table_t *)PyMem_Calloc(1, sizeof(*t));
+    if (t == NULL)
+        return PyErr_NoMemory();
+    t->keys = PySequence_Tuple(arg);
+    if (t->keys == NULL) {
+        PyMem_Free(t);
+        return NULL;
+    }
+    n = PyTuple_GET_SIZE(t->keys);
+    while (cap < 2 * (size_t)n + 2)
+        cap *= 2;
+    t->ptr = (const char **)PyMem_Malloc(sizeof(*t->ptr) * (size_t)(n ? n : 1));
+    t->len = (Py_ssize_t *)PyMem_Malloc(sizeof(*t->len) * (size_t)(n ? n : 1));
+    t->slot = (int64_t *)PyMem_Malloc(sizeof(*t->slot) * cap);
+    t->mask = cap - 1;
+    capsule = PyCapsule_New(t, ID_TABLE_CAPSULE, id_table_free);
+    if (capsule == NULL) {
+        Py_DECREF(t->keys);
+        PyMem_Free(t->ptr);
+        PyMem_Free(t->len);
+        PyMem_Free(t->slot);
+        PyMem_Free(t);
+        return NULL;
+    }
+    if (t->ptr == NULL || t->len == NULL || t->slot == NULL) {
+        Py_DECREF(capsule);
+        return PyErr_NoMemory();
+    }
+    memset(t->slot, 0xff, sizeof(*t->slot) * cap); /* all -1 */
+    for (i = 0; i < n; i++) {
+        PyObject *key = PyTuple_GET_ITEM(t->keys, i);
+        size_t j;
+        if (!PyBytes_Check(key)) {
+            PyErr_Format(PyExc_TypeError, "id_table: key %zd is not bytes", i);
+            Py_DECREF(capsule);
+            return NULL;
+        }
+        t->ptr[i] = PyBytes_AS_STRING(key);
+        t->len[i] = PyBytes_GET_SIZE(key);
+        j = (size_t)id_hash((const unsigned char *)t->ptr[i], t->len[i]) & t->mask;
+        for (;;) {
+            int64_t pos = t->slot[j];
+            if (pos < 0 || (t->len[pos] == t->len[i] &&
+                            memcmp(t->ptr[pos], t->ptr[i], (size_t)t->len[i]) == 0)) {
+                t->slot[j] = i; /* new, or a repeat: the later position wins */
+                break;
+            }
+            j = (j + 1) & t->mask;
+        }
+    }
+    return capsule;
+}
+
 typedef struct {
     /* output rows, written straight into the result bytearrays (allocated for the most
      * rows the input can hold: a row takes >= 12 bytes with its line end) */
     double *values;     /* 5 per row */
     int64_t *id_start, *id_len, *line;
+    const id_table_t *table; /* optional: image_idx[r] = position of the id, or -1 */
+    int64_t *image_idx;
     Py_ssize_t rows;
     int64_t *slow;      /* pairs (value index, token start), token length in slow_len */
     int64_t *slow_len;
@@ -252,6 +368,8 @@ scan_impl(const char *buf, Py_ssize_t n, scan_t *st, const int sentinel)
             r = st->rows;
             st->id_start[r] = t - base;
             st->id_len[r] = p - t;
+            if (st->table != NULL)
+                st->image_idx[r] = id_lookup(st->table, t, p - t);
             st->line[r] = lineno;
             for (k = 0; k < 5; k++) {
                 double *slot = &st->values[5 * r + k];
@@ -332,25 +450,34 @@ scan(const char *buf, Py_ssize_t n, scan_t *st, int sentinel)
 }
 
 static PyObject *
-scan_detections(PyObject *self, PyObject *arg)
+scan_detections(PyObject *self, PyObject *args)
 {
     Py_buffer view;
     scan_t st;
-    PyObject *out[4] = {NULL, NULL, NULL, NULL};  /* values, id_start, id_len, line */
-    const Py_ssize_t row_size[4] = {5 * sizeof(double), sizeof(int64_t), sizeof(int64_t),
-                                    sizeof(int64_t)};
-    PyObject *error = NULL, *result = NULL;
+    /* values, id_start, id_len, line, image_idx */
+    PyObject *out[5] = {NULL, NULL, NULL, NULL, NULL};
+    const Py_ssize_t row_size[5] = {5 * sizeof(double), sizeof(int64_t), sizeof(int64_t),
+                                    sizeof(int64_t), sizeof(int64_t)};
+    PyObject *error = NULL, *result = NULL, *arg, *table = Py_None;
     Py_ssize_t i, max_rows;
-    int sentinel;
+    int sentinel, nout;
     (void)self;
 
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+    if (!PyArg_ParseTuple(args, "O|O:scan_detections", &arg, &table))
         return NULL;
     memset(&st, 0, sizeof(st));
+    if (table != Py_None) {
+        st.table = (const id_table_t *)PyCapsule_GetPointer(table, ID_TABLE_CAPSULE);
+        if (st.table == NULL)
+            return NULL;
+    }
+    nout = st.table != NULL ? 5 : 4;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
     /* bytes objects always have a NUL after their data */
     sentinel = PyBytes_CheckExact(arg) && view.buf == (void *)PyBytes_AS_STRING(arg);
     max_rows = view.len / 12 + 1;
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < nout; i++) {
         if (max_rows > PY_SSIZE_T_MAX / row_size[i]) {
             PyErr_NoMemory();
             goto done;
@@ -363,6 +490,8 @@ scan_detections(PyObject *self, PyObject *arg)
     st.id_start = (int64_t *)PyByteArray_AS_STRING(out[1]);
     st.id_len = (int64_t *)PyByteArray_AS_STRING(out[2]);
     st.line = (int64_t *)PyByteArray_AS_STRING(out[3]);
+    if (st.table != NULL)
+        st.image_idx = (int64_t *)PyByteArray_AS_STRING(out[4]);
     if (view.len > (1 << 16)) {
         Py_BEGIN_ALLOW_THREADS
         scan((const char *)view.buf, view.len, &st, sentinel);
@@ -402,12 +531,15 @@ scan_detections(PyObject *self, PyObject *arg)
     }
     if (error == NULL)
         goto done;
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < nout; i++)
         if (PyByteArray_Resize(out[i], st.rows * row_size[i]) < 0)
             goto done;
-    result = PyTuple_Pack(5, out[0], out[1], out[2], out[3], error);
+    if (st.table != NULL)
+        result = PyTuple_Pack(6, out[0], out[1], out[2], out[3], error, out[4]);
+    else
+        result = PyTuple_Pack(5, out[0], out[1], out[2], out[3], error);
 done:
-    for (i = 0; i < 4; i++)
+    for (i = 0; i < 5; i++)
         Py_XDECREF(out[i]);
     Py_XDECREF(error);
     PyMem_RawFree(st.slow);
@@ -1272,13 +1404,17 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"scan_detections", scan_detections, METH_O,
-     "scan_detections(data) -> (values, id_start, id_len, line, error)\n\n"
+    {"scan_detections", scan_detections, METH_VARARGS,
+     "scan_detections(data[, table]) -> (values, id_start, id_len, line, error[, image_idx])\n\n"
      "Scan `<image_id> <score> <xmin> <ymin> <xmax> <ymax>` lines of a bytes-like object.\n"
      "values: bytearray of N*5 float64; id_start, id_len, line: bytearrays of N int64\n"
      "(line numbers 1-based, as bytes.splitlines() counts them); error: None or\n"
      "(line_number, kind, token_start, token_len) with kind 'fields', 'number' or\n"
-     "'binary'. Numbers equal Python's float() of the token bit for bit."},
+     "'binary'. Numbers equal Python's float() of the token bit for bit. With an id_table,\n"
+     "image_idx (bytearray of N int64) holds each id's position in it, or -1."},
+    {"id_table", id_table, METH_O,
+     "id_table(keys) -> table for scan_detections: keys is a sequence of bytes; a token\n"
+     "equal to keys[i] maps to i (the last i for a repeated key)."},
     {"scan_voc_annotations", scan_voc_annotations, METH_O,
      "scan_voc_annotations(datas) -> (out, fallback)\n\n"
      "Object records (as deteval.io.voc._OBJECT_LINES writes them) of the VOC annotation\n"

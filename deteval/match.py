@@ -24,6 +24,11 @@ import numpy as np
 
 from .tables import Detections, GroundTruth
 
+try:  # optional compiled kernels (deteval/_kernels.c); the numpy code here is the reference
+    from . import _kernels
+except ImportError:  # pragma: no cover - built without a C compiler
+    _kernels = None
+
 __all__ = ["candidate_pairs", "iou_voc", "coco_pair_ious", "VocMatches", "CocoMatches",
            "match_voc", "match_coco", "group_rank"]
 
@@ -233,6 +238,10 @@ def ranked_order(major: np.ndarray, scores: np.ndarray) -> np.ndarray:
     n = scores.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    if _kernels is not None:  # the same permutation by radix sorts
+        return np.frombuffer(_kernels.rank_order(np.ascontiguousarray(major, dtype=np.int64),
+                                                 np.ascontiguousarray(scores, dtype=np.float64),
+                                                 None), dtype=np.int64)
     by_value = np.argsort(scores)  # any order among equal scores will do here
     ordered = scores[by_value]
     step = np.empty(n, dtype=np.int64)
@@ -244,9 +253,12 @@ def ranked_order(major: np.ndarray, scores: np.ndarray) -> np.ndarray:
     if span * u * n >= 2 ** 62:  # keys would not fit: two stable sorts instead
         order = np.argsort(-scores, kind="stable")
         return order[np.argsort(major[order], kind="stable")]
-    desc = np.empty(n, dtype=np.int64)
-    desc[by_value] = (u - 1) - level  # 0 for the highest score
-    key = (major.astype(np.int64) * u + desc) * n + np.arange(n, dtype=np.int64)
+    # the keys of rows by_value[0], by_value[1], ...; sorting makes their order moot
+    key = major[by_value].astype(np.int64)
+    key *= u
+    key += (u - 1) - level  # the score's descending level: 0 for the highest score
+    key *= n
+    key += by_value
     key.sort()
     return key % n
 
@@ -269,6 +281,11 @@ def stable_rank_order(class_idx: np.ndarray, scores: np.ndarray, tie_key: np.nda
             return np.arange(n)
     if n and bool(np.all(tie_key[1:] > tie_key[:-1])):
         return ranked_order(class_idx, scores)
+    if _kernels is not None:
+        return np.frombuffer(_kernels.rank_order(
+            np.ascontiguousarray(class_idx, dtype=np.int64),
+            np.ascontiguousarray(scores, dtype=np.float64),
+            np.ascontiguousarray(tie_key, dtype=np.int64)), dtype=np.int64)
     by_tie = np.argsort(tie_key, kind="stable")
     return by_tie[ranked_order(class_idx[by_tie], scores[by_tie])]
 
@@ -308,6 +325,24 @@ def voc_order(det: Detections, compat: str = "devkit") -> Tuple[np.ndarray, np.n
     return order, tie_key
 
 
+def _voc_outcomes_compiled(gt: GroundTruth, det: Detections, order: np.ndarray,
+                           iou_threshold: float, compat: str) -> Optional[np.ndarray]:
+    """:func:`match_voc`'s outcomes in ranked order from the compiled kernel (the
+    same rules, IoUs and tie-breaks as the numpy code below), or None without it."""
+    if _kernels is None or gt.num_classes == 0:
+        return None
+    i64 = np.int64
+    res = _kernels.voc_match(
+        np.ascontiguousarray(order, dtype=i64), np.ascontiguousarray(det.image_idx, dtype=i64),
+        np.ascontiguousarray(det.class_idx, dtype=i64),
+        np.ascontiguousarray(det.boxes, dtype=np.float64),
+        np.ascontiguousarray(gt.image_idx, dtype=i64), np.ascontiguousarray(gt.class_idx, dtype=i64),
+        np.ascontiguousarray(gt.boxes, dtype=np.float64),
+        np.ascontiguousarray(gt.difficult, dtype=bool).view(np.uint8), gt.num_classes,
+        float(iou_threshold), compat == "devkit")
+    return None if res is None else np.frombuffer(res, dtype=np.int8)
+
+
 def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
               compat: str = "devkit", file_order_ties: bool = False) -> VocMatches:
     """Match detections to ground truth with the PASCAL VOC rules.
@@ -330,6 +365,13 @@ def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
     K = gt.num_classes
     n = len(det)
     order, tie_key = voc_order(det, "devkit" if file_order_ties else compat)
+    num_gt = np.bincount(gt.class_idx[~gt.difficult], minlength=K).astype(np.int64)
+    num_difficult = np.bincount(gt.class_idx[gt.difficult], minlength=K).astype(np.int64)
+    ranked = _voc_outcomes_compiled(gt, det, order, iou_threshold, compat)
+    if ranked is not None:
+        return VocMatches(class_idx=det.class_idx[order], scores=det.scores[order],
+                          tie_key=tie_key[order], outcome=ranked, num_gt=num_gt,
+                          num_difficult=num_difficult)
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
     det_group = det.image_idx * K + det.class_idx
@@ -363,8 +405,6 @@ def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
         first_claim[1:] = best_gt[by_gt[1:]] != best_gt[by_gt[:-1]]
         outcome[by_gt[first_claim]] = TP
 
-    num_gt = np.bincount(gt.class_idx[~gt.difficult], minlength=K).astype(np.int64)
-    num_difficult = np.bincount(gt.class_idx[gt.difficult], minlength=K).astype(np.int64)
     # records in ranked order: accumulation finds them sorted
     return VocMatches(class_idx=det.class_idx[order], scores=det.scores[order],
                       tie_key=tie_key[order], outcome=outcome[order], num_gt=num_gt,

@@ -467,6 +467,35 @@ def _scan_detections_c(data: bytes):
                         np.frombuffer(id_len, dtype=np.int64)), values, line_numbers)
 
 
+def _id_table(image_ids):
+    """The C scanner's table of the UTF-8 encoded image ids (None without it)."""
+    make = getattr(_textscan, "id_table", None)
+    if make is None:
+        return None
+    keys = []
+    for image_id in image_ids:
+        try:  # an id that cannot be a token's exact bytes gets a key no token equals
+            keys.append(image_id.encode("utf-8") if isinstance(image_id, str) else b"")
+        except UnicodeEncodeError:
+            keys.append(b"")
+    return make(keys)
+
+
+def _scan_with_table(data: bytes, table):
+    """``(image_idx, values, line_numbers)`` of a file the C scanner reads without error
+    and whose ids are all exact keys of ``table``; else None (the caller takes the
+    reference path, which decides and names any problem)."""
+    values, _, _, line, error, img = _textscan.scan_detections(data, table)
+    if error is not None:
+        return None
+    values = np.frombuffer(values, dtype=np.float64).reshape(-1, 5)
+    img = np.frombuffer(img, dtype=np.int64)
+    if not np.isfinite(values).all() or (img < 0).any() or \
+            ((values[:, 3] < values[:, 1]) | (values[:, 4] < values[:, 2])).any():
+        return None
+    return img, values, np.frombuffer(line, dtype=np.int64)
+
+
 # bit masks keeping the first k bytes of a little-endian 8-byte word, k = 0..8
 _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype="<u8")
 
@@ -617,25 +646,33 @@ def load_voc_detections(detections: PathLike, gt: GroundTruth) -> Detections:
     is not in ``gt.image_ids`` is an error naming the file and line.
     """
     files, unused = find_detection_files(detections, gt.class_names)
-    lookup = _ImageIndex(gt.image_ids)
+    table = _id_table(gt.image_ids)
+    lookup = None
     parts_img, parts_cls, parts_val, parts_order = [], [], [], []
     offset = 0
     for k, cls in enumerate(gt.class_names):
         path = files.get(cls)
         if path is None:
             continue
-        ids, values, line_numbers = _detection_columns(_read_text_bytes(path), path)
-        img = lookup(ids)
+        data = _read_text_bytes(path)
+        found = _scan_with_table(data, table) if table is not None else None
+        if found is not None:
+            img, values, line_numbers = found
+        else:  # the reference path: any error, an unknown or non-UTF-8 id
+            ids, values, line_numbers = _detection_columns(data, path)
+            if lookup is None:
+                lookup = _ImageIndex(gt.image_ids)
+            img = lookup(ids)
         if (img < 0).any():
             row = int(np.flatnonzero(img < 0)[0])
             raise InputError(f"Expected image ids of the image set but got "
                              f"{bytes(ids[row]).decode('utf-8', 'replace')!r}, "
                              f"which is not in it", path, f"line {line_numbers[row]}")
         parts_img.append(img)
-        parts_cls.append(np.full(len(ids), k, dtype=np.int64))
+        parts_cls.append(np.full(len(img), k, dtype=np.int64))
         parts_val.append(values)
-        parts_order.append(offset + np.arange(len(ids), dtype=np.int64))
-        offset += len(ids)
+        parts_order.append(offset + np.arange(len(img), dtype=np.int64))
+        offset += len(img)
     if parts_val:
         values = np.concatenate(parts_val)
         image_idx, class_idx = np.concatenate(parts_img), np.concatenate(parts_cls)

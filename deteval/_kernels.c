@@ -1,0 +1,414 @@
+/* deteval._kernels: compiled kernels of the matching stage (optional).
+ *
+ * deteval.match has a numpy implementation of everything here; it is the reference,
+ * and the tests compare the two on random and edge-case inputs. Inputs are
+ * C-contiguous buffers (numpy arrays) of the stated types, checked for length here;
+ * outputs are bytearrays for numpy.frombuffer.
+ *
+ * rank_order(major, scores, tie) -> order
+ *     major: int64[N] (>= 0), scores: float64[N] (no NaN), tie: int64[N] or None.
+ *     The permutation sorting rows by (major ascending, score descending, tie
+ *     ascending, row ascending), i.e. np.lexsort((tie, -scores, major)): stable LSD
+ *     radix sorts (8-bit digits, constant digits skipped) on order-preserving 64-bit
+ *     keys. -0.0 and 0.0 are equal scores, as in any comparison.
+ *
+ * voc_match(order, det_image, det_class, det_boxes, gt_image, gt_class, gt_boxes,
+ *           gt_difficult, num_groups_per_image, iou_threshold, inclusive) -> outcome
+ *     order: int64[N], detections in ranked order; det_image/det_class: int64[N];
+ *     det_boxes: float64[N*4]; gt_image/gt_class: int64[G]; gt_boxes: float64[G*4];
+ *     gt_difficult: uint8[G]; groups are image * num_groups_per_image + class.
+ *     outcome: int8 per ranked position: 1 TP, 0 FP, -1 ignored, with the VOC rules
+ *     of deteval.match.match_voc (best GT over all GT of the group, first in row
+ *     order among equal IoU; IoU >= threshold if inclusive else >; difficult best GT:
+ *     ignored; a claimed best GT: FP). IoU uses the +1 pixel convention with the same
+ *     operations in the same order as deteval.match.iou_voc, so the same doubles
+ *     (built with -ffp-contract=off: no fused multiply-add). Returns None when the
+ *     dense group table would be too large (the caller uses numpy).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* a C-contiguous buffer of n items of `size` bytes (n < 0: any n, returned) */
+static int
+get_buf(PyObject *obj, Py_buffer *view, Py_ssize_t size, Py_ssize_t *n, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->len % size != 0 || (*n >= 0 && view->len / size != *n)) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %zd bytes, got %zd bytes",
+                     what, *n, size, view->len);
+        PyBuffer_Release(view);
+        view->obj = NULL;
+        return -1;
+    }
+    *n = view->len / size;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- rank_order */
+
+typedef struct {
+    uint64_t key;
+    int64_t row;
+} pair_t;
+
+/* stable LSD radix sort of src[0..n) by key, dst: scratch of n; returns the buffer that
+ * holds the sorted pairs (src or dst) */
+static pair_t *
+radix_sort(pair_t *src, pair_t *dst, Py_ssize_t n)
+{
+    Py_ssize_t count[8][256];
+    Py_ssize_t i;
+    int d, b;
+    memset(count, 0, sizeof count);
+    for (i = 0; i < n; i++) {
+        uint64_t k = src[i].key;
+        for (d = 0; d < 8; d++)
+            count[d][(k >> (8 * d)) & 0xff]++;
+    }
+    for (d = 0; d < 8; d++) {
+        Py_ssize_t sum = 0, c;
+        int shift = 8 * d, trivial = 0;
+        pair_t *t;
+        for (b = 0; b < 256; b++)
+            if (count[d][b] == n)
+                trivial = 1;
+        if (trivial)
+            continue; /* every key has the same digit here */
+        for (b = 0; b < 256; b++) {
+            c = count[d][b];
+            count[d][b] = sum;
+            sum += c;
+        }
+        for (i = 0; i < n; i++)
+            dst[count[d][(src[i].key >> shift) & 0xff]++] = src[i];
+        t = src;
+        src = dst;
+        dst = t;
+    }
+    return src;
+}
+
+static uint64_t
+desc_score_key(double s)
+{
+    uint64_t u;
+    if (s == 0.0)
+        s = 0.0; /* -0.0 sorts with 0.0 */
+    memcpy(&u, &s, sizeof u);
+    u = (u >> 63) ? ~u : (u | ((uint64_t)1 << 63)); /* ascending with s */
+    return ~u;                                       /* descending */
+}
+
+static PyObject *
+rank_order(PyObject *self, PyObject *args)
+{
+    PyObject *major_o, *scores_o, *tie_o, *out = NULL;
+    Py_buffer major = {0}, scores = {0}, tie = {0};
+    Py_ssize_t n = -1, i;
+    pair_t *p = NULL, *tmp = NULL;
+    int64_t *order;
+    const int64_t *mj, *tk = NULL;
+    const double *sc;
+    int tie_sorted = 1, major_ok = 1;
+    (void)self;
+
+    if (!PyArg_ParseTuple(args, "OOO:rank_order", &major_o, &scores_o, &tie_o))
+        return NULL;
+    if (get_buf(scores_o, &scores, sizeof(double), &n, "scores") < 0)
+        return NULL;
+    if (get_buf(major_o, &major, sizeof(int64_t), &n, "major") < 0)
+        goto done;
+    if (tie_o != Py_None && get_buf(tie_o, &tie, sizeof(int64_t), &n, "tie") < 0)
+        goto done;
+    mj = (const int64_t *)major.buf;
+    sc = (const double *)scores.buf;
+    if (tie_o != Py_None)
+        tk = (const int64_t *)tie.buf;
+    out = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    p = (pair_t *)PyMem_RawMalloc(sizeof(pair_t) * (size_t)(n ? n : 1));
+    tmp = (pair_t *)PyMem_RawMalloc(sizeof(pair_t) * (size_t)(n ? n : 1));
+    if (out == NULL || p == NULL || tmp == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        Py_CLEAR(out);
+        goto done;
+    }
+    order = (int64_t *)PyByteArray_AS_STRING(out);
+    for (i = 0; i < n; i++) {
+        if (mj[i] < 0)
+            major_ok = 0;
+        if (sc[i] != sc[i])
+            major_ok = 0; /* NaN */
+        if (tk != NULL && i && tk[i] < tk[i - 1])
+            tie_sorted = 0;
+    }
+    if (!major_ok) {
+        PyErr_SetString(PyExc_ValueError, "rank_order: expected major >= 0 and no NaN score");
+        Py_CLEAR(out);
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    {
+        /* Rows grouped by major with a stable counting sort when the majors are few
+         * enough for a count table, then each group (cache-sized, typically) sorted
+         * by tie and then by score with stable radix sorts: (major, score desc, tie,
+         * row). Otherwise the same LSD passes over the whole array, major last. */
+        pair_t *cur = p;
+        int64_t max_major = 0;
+        Py_ssize_t *bound = NULL;
+        for (i = 0; i < n; i++)
+            if (mj[i] > max_major)
+                max_major = mj[i];
+        if (n && max_major < 4 * (int64_t)n + 65536)
+            bound = (Py_ssize_t *)PyMem_RawCalloc((size_t)max_major + 2, sizeof(Py_ssize_t));
+        if (bound != NULL) {
+            int64_t m;
+            for (i = 0; i < n; i++)
+                bound[mj[i] + 1]++;
+            for (m = 0; m <= max_major; m++)
+                bound[m + 1] += bound[m];
+            for (i = 0; i < n; i++) /* bound[m] advances to the end of group m */
+                p[bound[mj[i]]++].row = i;
+            for (m = max_major + 1; m > 0; m--)
+                bound[m] = bound[m - 1];
+            bound[0] = 0;
+            for (m = 0; m <= max_major; m++) {
+                Py_ssize_t a = bound[m], e = bound[m + 1], len = e - a, j;
+                pair_t *seg = p + a, *other = tmp + a, *res = seg;
+                if (len < 2)
+                    continue;
+                if (len <= 32) { /* stable insertion sort by (score desc, tie) */
+                    for (j = 0; j < len; j++)
+                        seg[j].key = desc_score_key(sc[seg[j].row]);
+                    for (j = 1; j < len; j++) {
+                        pair_t x = seg[j];
+                        Py_ssize_t q = j;
+                        while (q > 0 && (seg[q - 1].key > x.key ||
+                                         (seg[q - 1].key == x.key && !tie_sorted &&
+                                          tk[seg[q - 1].row] > tk[x.row]))) {
+                            seg[q] = seg[q - 1];
+                            q--;
+                        }
+                        seg[q] = x;
+                    }
+                    continue;
+                }
+                if (!tie_sorted) {
+                    for (j = 0; j < len; j++)
+                        res[j].key = (uint64_t)tk[res[j].row] ^ ((uint64_t)1 << 63);
+                    res = radix_sort(res, res == seg ? other : seg, len);
+                }
+                for (j = 0; j < len; j++)
+                    res[j].key = desc_score_key(sc[res[j].row]);
+                res = radix_sort(res, res == seg ? other : seg, len);
+                if (res != seg)
+                    memcpy(seg, res, (size_t)len * sizeof(pair_t));
+            }
+            PyMem_RawFree(bound);
+        }
+        else {
+            for (i = 0; i < n; i++)
+                cur[i].row = i;
+            if (!tie_sorted) {
+                for (i = 0; i < n; i++)
+                    cur[i].key = (uint64_t)tk[i] ^ ((uint64_t)1 << 63);
+                cur = radix_sort(cur, cur == p ? tmp : p, n);
+            }
+            for (i = 0; i < n; i++)
+                cur[i].key = desc_score_key(sc[cur[i].row]);
+            cur = radix_sort(cur, cur == p ? tmp : p, n);
+            for (i = 0; i < n; i++)
+                cur[i].key = (uint64_t)mj[cur[i].row];
+            cur = radix_sort(cur, cur == p ? tmp : p, n);
+        }
+        for (i = 0; i < n; i++)
+            order[i] = cur[i].row;
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyMem_RawFree(p);
+    PyMem_RawFree(tmp);
+    if (scores.obj)
+        PyBuffer_Release(&scores);
+    if (major.obj)
+        PyBuffer_Release(&major);
+    if (tie.obj)
+        PyBuffer_Release(&tie);
+    return out;
+}
+
+/* ----------------------------------------------------------------- voc_match */
+
+static PyObject *
+voc_match(PyObject *self, PyObject *args)
+{
+    PyObject *o[8], *out = NULL;
+    Py_buffer b[8];
+    long long per_image;
+    double thr;
+    int inclusive, k;
+    Py_ssize_t n = -1, g = -1, n4, g4, i, num_images = 0;
+    int64_t *start = NULL;
+    int64_t *gt_sorted = NULL;
+    unsigned char *claimed = NULL;
+    size_t groups = 0;
+    (void)self;
+
+    memset(b, 0, sizeof b);
+    if (!PyArg_ParseTuple(args, "OOOOOOOOLdp:voc_match", &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &o[5], &o[6], &o[7], &per_image, &thr, &inclusive))
+        return NULL;
+    if (get_buf(o[0], &b[0], 8, &n, "order") < 0 || get_buf(o[1], &b[1], 8, &n, "det_image") < 0 ||
+        get_buf(o[2], &b[2], 8, &n, "det_class") < 0)
+        goto done;
+    n4 = 4 * n;
+    if (get_buf(o[3], &b[3], 8, &n4, "det_boxes") < 0 ||
+        get_buf(o[4], &b[4], 8, &g, "gt_image") < 0 || get_buf(o[5], &b[5], 8, &g, "gt_class") < 0)
+        goto done;
+    g4 = 4 * g;
+    if (get_buf(o[6], &b[6], 8, &g4, "gt_boxes") < 0 ||
+        get_buf(o[7], &b[7], 1, &g, "gt_difficult") < 0)
+        goto done;
+    {
+        const int64_t *order = (const int64_t *)b[0].buf, *di = (const int64_t *)b[1].buf,
+                      *dc = (const int64_t *)b[2].buf, *gi = (const int64_t *)b[4].buf,
+                      *gc = (const int64_t *)b[5].buf;
+        const double *db = (const double *)b[3].buf, *gb = (const double *)b[6].buf;
+        const unsigned char *gd = (const unsigned char *)b[7].buf;
+        signed char *res;
+        size_t limit;
+        if (per_image <= 0) {
+            PyErr_SetString(PyExc_ValueError, "voc_match: expected num_groups_per_image > 0");
+            goto done;
+        }
+        for (i = 0; i < n; i++) {
+            if (order[i] < 0 || order[i] >= n || di[i] < 0 || dc[i] < 0 || dc[i] >= per_image) {
+                PyErr_SetString(PyExc_ValueError, "voc_match: index out of range");
+                goto done;
+            }
+            if (di[i] + 1 > num_images)
+                num_images = di[i] + 1;
+        }
+        for (i = 0; i < g; i++) {
+            if (gi[i] < 0 || gc[i] < 0 || gc[i] >= per_image) {
+                PyErr_SetString(PyExc_ValueError, "voc_match: index out of range");
+                goto done;
+            }
+            if (gi[i] + 1 > num_images)
+                num_images = gi[i] + 1;
+        }
+        /* dense group table only when it is not much larger than the data */
+        limit = 4 * (size_t)(n + g) + ((size_t)1 << 22);
+        if ((size_t)num_images > limit / (size_t)per_image) {
+            Py_INCREF(Py_None);
+            out = Py_None;
+            goto done;
+        }
+        groups = (size_t)num_images * (size_t)per_image;
+        out = PyByteArray_FromStringAndSize(NULL, n);
+        start = (int64_t *)PyMem_RawCalloc(groups + 1, sizeof(int64_t));
+        gt_sorted = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(g ? g : 1));
+        claimed = (unsigned char *)PyMem_RawCalloc((size_t)(g ? g : 1), 1);
+        if (out == NULL || start == NULL || gt_sorted == NULL || claimed == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            Py_CLEAR(out);
+            goto done;
+        }
+        res = (signed char *)PyByteArray_AS_STRING(out);
+        Py_BEGIN_ALLOW_THREADS
+        /* counting sort of GT rows by group; row order kept within a group */
+        for (i = 0; i < g; i++)
+            start[gi[i] * per_image + gc[i] + 1]++;
+        {
+            size_t q;
+            for (q = 0; q < groups; q++)
+                start[q + 1] += start[q];
+        }
+        for (i = 0; i < g; i++) {
+            size_t grp = (size_t)(gi[i] * per_image + gc[i]);
+            gt_sorted[start[grp]++] = i;
+        }
+        /* start[grp] now holds the end of group grp: shift back to starts */
+        {
+            size_t q;
+            for (q = groups; q > 0; q--)
+                start[q] = start[q - 1];
+            start[0] = 0;
+        }
+        for (i = 0; i < n; i++) {
+            int64_t d = order[i], a, e, j, best_gt = -1;
+            size_t grp = (size_t)(di[d] * per_image + dc[d]);
+            const double *bb = db + 4 * d;
+            double best = -INFINITY;
+            int nan_seen = 0, hit;
+            a = start[grp];
+            e = start[grp + 1];
+            for (j = a; j < e; j++) {
+                int64_t r = gt_sorted[j];
+                const double *gg = gb + 4 * r;
+                double iw = (bb[2] < gg[2] ? bb[2] : gg[2]) - (bb[0] > gg[0] ? bb[0] : gg[0]) + 1.0;
+                double ih = (bb[3] < gg[3] ? bb[3] : gg[3]) - (bb[1] > gg[1] ? bb[1] : gg[1]) + 1.0;
+                double inter = iw * ih;
+                double uni = (bb[2] - bb[0] + 1.0) * (bb[3] - bb[1] + 1.0) +
+                             (gg[2] - gg[0] + 1.0) * (gg[3] - gg[1] + 1.0) - inter;
+                double ov = (iw > 0 && ih > 0) ? inter / uni : -INFINITY;
+                if (ov != ov || iw != iw || ih != ih)
+                    nan_seen = 1;
+                else if (ov > best) {
+                    best = ov;
+                    best_gt = r;
+                }
+            }
+            hit = !nan_seen && best_gt >= 0 && (inclusive ? best >= thr : best > thr);
+            if (!hit)
+                res[i] = 0;
+            else if (gd[best_gt])
+                res[i] = -1;
+            else if (claimed[best_gt])
+                res[i] = 0;
+            else {
+                claimed[best_gt] = 1;
+                res[i] = 1;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+done:
+    for (k = 0; k < 8; k++)
+        if (b[k].obj)
+            PyBuffer_Release(&b[k]);
+    PyMem_RawFree(start);
+    PyMem_RawFree(gt_sorted);
+    PyMem_RawFree(claimed);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"rank_order", rank_order, METH_VARARGS,
+     "rank_order(major, scores, tie) -> bytearray of int64: np.lexsort((tie, -scores, major))\n"
+     "(tie may be None: row order)."},
+    {"voc_match", voc_match, METH_VARARGS,
+     "voc_match(order, det_image, det_class, det_boxes, gt_image, gt_class, gt_boxes,\n"
+     "gt_difficult, num_groups_per_image, iou_threshold, inclusive) -> bytearray of int8\n"
+     "outcomes per ranked position (1 TP, 0 FP, -1 ignored), or None."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "deteval._kernels",
+    "Compiled matching kernels (optional; deteval.match falls back to numpy).", -1, methods,
+    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC
+PyInit__kernels(void)
+{
+    return PyModule_Create(&module);
+}
