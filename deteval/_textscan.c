@@ -294,7 +294,8 @@ id_table(PyObject *self, PyObject *arg)
 typedef struct {
     /* output rows, written straight into the result bytearrays (allocated for the most
      * rows the input can hold: a row takes >= 12 bytes with its line end) */
-    double *values;     /* 5 per row */
+    double *values;     /* 5 per row (or, when box is set, score[r] and box[4r..4r+3]) */
+    double *score, *box;
     int64_t *id_start, *id_len, *line;
     const id_table_t *table; /* optional: image_idx[r] = position of the id, or -1 */
     int64_t *image_idx;
@@ -372,7 +373,8 @@ scan_impl(const char *buf, Py_ssize_t n, scan_t *st, const int sentinel)
                 st->image_idx[r] = id_lookup(st->table, t, p - t);
             st->line[r] = lineno;
             for (k = 0; k < 5; k++) {
-                double *slot = &st->values[5 * r + k];
+                double *slot = st->box == NULL ? &st->values[5 * r + k]
+                               : k ? &st->box[4 * r + k - 1] : &st->score[r];
                 SKIP_BLANKS();
                 if (p >= end || CLS[*p] == C_EOL)
                     goto fields;
@@ -1227,20 +1229,25 @@ done:
  *       and ymin <= ymax. A file with an object that is not ok must be re-read by the
  *       reference reader, which accepts it or names the problem.
  */
+#include <sys/stat.h>
+#ifndef S_ISREG
+#define S_ISREG(m) (((m) & S_IFMT) == S_IFREG)
+#endif
 #ifdef _WIN32
 #include <stdio.h>
 #else
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
 #endif
 #endif
 
-/* the whole file into *buf (capacity *cap, NUL-terminated); 0 on success */
+/* the whole file (at most `limit` bytes) into *buf (capacity *cap, NUL-terminated);
+ * 0 on success */
 static int
-xs_read_file(const char *path, unsigned char **buf, size_t *cap, size_t *len)
+xs_read_file_limit(const char *path, unsigned char **buf, size_t *cap, size_t *len,
+                   size_t limit)
 {
     size_t n = 0;
 #ifdef _WIN32
@@ -1255,7 +1262,7 @@ xs_read_file(const char *path, unsigned char **buf, size_t *cap, size_t *len)
         }
         got = fread(*buf + n, 1, *cap - n - 1, f);
         n += got;
-        if (n > XS_MAXFILE) {
+        if (n > limit) {
             fclose(f);
             return -1;
         }
@@ -1272,7 +1279,7 @@ xs_read_file(const char *path, unsigned char **buf, size_t *cap, size_t *len)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > XS_MAXFILE) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > limit) {
         close(fd);
         return -1;
     }
@@ -1295,7 +1302,7 @@ xs_read_file(const char *path, unsigned char **buf, size_t *cap, size_t *len)
         if (got == 0)
             break;
         n += (size_t)got;
-        if (n > XS_MAXFILE) {
+        if (n > limit) {
             close(fd);
             return -1;
         }
@@ -1352,7 +1359,7 @@ scan_voc_files(PyObject *self, PyObject *arg)
         before = cols.n;
         /* a path with an embedded NUL cannot be opened here: Python reports it */
         if (strlen(cpath[k]) != (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(paths, k)) ||
-            xs_read_file(cpath[k], &buf, &cap, &len) != 0)
+            xs_read_file_limit(cpath[k], &buf, &cap, &len, XS_MAXFILE) != 0)
             fb[k] = 1;
         else
             fb[k] = (char)xs_scan_one(buf, len, (long)(k + 1), &sink);
@@ -1403,6 +1410,163 @@ done:
     return result;
 }
 
+/* ---- scan_detection_files: read and scan several detection files into shared columns
+ *
+ * scan_detection_files(paths, table) -> (status, counts, scores, boxes, image_idx)
+ *
+ * For each file (str/bytes/os.PathLike), in order: status[i] = 0 when the file was
+ * read here, holds no NUL byte, scans without error, every number takes the exact fast
+ * path, every value is finite with xmin <= xmax and ymin <= ymax, and every image id is
+ * a key of `table` (an id_table); its rows are then appended to the columns and
+ * counts[i] is their number. Otherwise status[i] = 1 and nothing is appended: the
+ * caller reads that file with the reference path, which decides and names any problem.
+ *   status: bytes, uint8 per file; counts: bytes, int64 per file
+ *   scores: bytearray, float64 per row; boxes: bytearray, 4 float64 per row
+ *   image_idx: bytearray, int64 per row (positions in the table)
+ */
+static PyObject *
+scan_detection_files(PyObject *self, PyObject *args)
+{
+    PyObject *paths_arg, *table_arg, *seq = NULL, *paths = NULL, *result = NULL;
+    PyObject *status_b = NULL, *counts_b = NULL, *out[3] = {NULL, NULL, NULL};
+    const id_table_t *table;
+    Py_ssize_t n, k, max_rows = 0, max_file_rows = 1, total = 0;
+    const char **cpath = NULL;
+    unsigned char *buf = NULL;
+    size_t cap = 0, len;
+    scan_t st;
+    int64_t *scratch = NULL;
+    char *status;
+    int64_t *counts;
+    double *scores, *boxes;
+    int64_t *img;
+    int nomem = 0;
+    (void)self;
+
+    memset(&st, 0, sizeof st);
+    if (!PyArg_ParseTuple(args, "OO:scan_detection_files", &paths_arg, &table_arg))
+        return NULL;
+    table = (const id_table_t *)PyCapsule_GetPointer(table_arg, ID_TABLE_CAPSULE);
+    if (table == NULL)
+        return NULL;
+    seq = PySequence_Tuple(paths_arg);
+    if (seq == NULL)
+        return NULL;
+    n = PyTuple_GET_SIZE(seq);
+    paths = PyTuple_New(n);
+    status_b = PyBytes_FromStringAndSize(NULL, n);
+    counts_b = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    cpath = (const char **)PyMem_Malloc(sizeof(*cpath) * (size_t)(n ? n : 1));
+    if (paths == NULL || status_b == NULL || counts_b == NULL || cpath == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (k = 0; k < n; k++) {
+        PyObject *enc = NULL;
+        struct stat sb;
+        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(seq, k), &enc))
+            goto done;
+        PyTuple_SET_ITEM(paths, k, enc);
+        cpath[k] = PyBytes_AS_STRING(enc);
+        /* room for the rows the file can hold at its current size (a row takes >= 12
+         * bytes with its line end); a file that grows falls back */
+        if (stat(cpath[k], &sb) == 0 && S_ISREG(sb.st_mode)) {
+            Py_ssize_t rows = (Py_ssize_t)(sb.st_size / 12) + 1;
+            if (rows > PY_SSIZE_T_MAX / 64 - max_rows) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            max_rows += rows;
+            if (rows > max_file_rows)
+                max_file_rows = rows;
+        }
+    }
+    out[0] = PyByteArray_FromStringAndSize(NULL, max_rows * (Py_ssize_t)sizeof(double));
+    out[1] = PyByteArray_FromStringAndSize(NULL, max_rows * 4 * (Py_ssize_t)sizeof(double));
+    out[2] = PyByteArray_FromStringAndSize(NULL, max_rows * (Py_ssize_t)sizeof(int64_t));
+    scratch = (int64_t *)PyMem_RawMalloc((size_t)max_file_rows * 3 * sizeof(int64_t));
+    if (out[0] == NULL || out[1] == NULL || out[2] == NULL || scratch == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    status = PyBytes_AS_STRING(status_b);
+    counts = (int64_t *)PyBytes_AS_STRING(counts_b);
+    scores = (double *)PyByteArray_AS_STRING(out[0]);
+    boxes = (double *)PyByteArray_AS_STRING(out[1]);
+    img = (int64_t *)PyByteArray_AS_STRING(out[2]);
+    Py_BEGIN_ALLOW_THREADS
+    for (k = 0; k < n; k++) {
+        Py_ssize_t rows, r;
+        int ok;
+        status[k] = 1;
+        counts[k] = 0;
+        if (strlen(cpath[k]) != (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(paths, k)) ||
+            xs_read_file_limit(cpath[k], &buf, &cap, &len, (size_t)-1) != 0)
+            continue;
+        rows = (Py_ssize_t)(len / 12) + 1;
+        if (rows > max_file_rows || rows > max_rows - total || memchr(buf, 0, len) != NULL)
+            continue;
+        st.values = NULL;
+        st.score = scores + total;
+        st.box = boxes + 4 * total;
+        st.image_idx = img + total;
+        st.id_start = scratch;
+        st.id_len = scratch + max_file_rows;
+        st.line = scratch + 2 * max_file_rows;
+        st.table = table;
+        st.rows = 0;
+        st.nslow = 0;
+        st.err_kind = ERR_NONE;
+        scan_sentinel((const char *)buf, (Py_ssize_t)len, &st);
+        if (st.err_kind == ERR_NOMEM) {
+            nomem = 1;
+            break;
+        }
+        if (st.err_kind != ERR_NONE || st.nslow != 0)
+            continue;
+        ok = 1;
+        for (r = 0; r < st.rows && ok; r++) {
+            const double *b = st.box + 4 * r;
+            double sc = st.score[r];
+            if (st.image_idx[r] < 0 || sc - sc != 0.0 || b[0] - b[0] != 0.0 ||
+                b[1] - b[1] != 0.0 || b[2] - b[2] != 0.0 || b[3] - b[3] != 0.0 ||
+                b[2] < b[0] || b[3] < b[1])
+                ok = 0; /* unknown id, inf/nan, or xmax < xmin */
+        }
+        if (!ok)
+            continue;
+        status[k] = 0;
+        counts[k] = st.rows;
+        total += st.rows;
+    }
+    Py_END_ALLOW_THREADS
+    if (nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (PyByteArray_Resize(out[0], total * (Py_ssize_t)sizeof(double)) < 0 ||
+        PyByteArray_Resize(out[1], total * 4 * (Py_ssize_t)sizeof(double)) < 0 ||
+        PyByteArray_Resize(out[2], total * (Py_ssize_t)sizeof(int64_t)) < 0)
+        goto done;
+    result = PyTuple_Pack(5, status_b, counts_b, out[0], out[1], out[2]);
+done:
+    for (k = 0; k < 3; k++)
+        Py_XDECREF(out[k]);
+    Py_XDECREF(status_b);
+    Py_XDECREF(counts_b);
+    Py_XDECREF(paths);
+    Py_XDECREF(seq);
+    PyMem_Free((void *)cpath);
+    PyMem_RawFree(buf);
+    PyMem_RawFree(scratch);
+    PyMem_RawFree(st.slow);
+    PyMem_RawFree(st.slow_len);
+    return result;
+}
+
+
 static PyMethodDef methods[] = {
     {"scan_detections", scan_detections, METH_VARARGS,
      "scan_detections(data[, table]) -> (values, id_start, id_len, line, error[, image_idx])\n\n"
@@ -1412,6 +1576,10 @@ static PyMethodDef methods[] = {
      "(line_number, kind, token_start, token_len) with kind 'fields', 'number' or\n"
      "'binary'. Numbers equal Python's float() of the token bit for bit. With an id_table,\n"
      "image_idx (bytearray of N int64) holds each id's position in it, or -1."},
+    {"scan_detection_files", scan_detection_files, METH_VARARGS,
+     "scan_detection_files(paths, table) -> (status, counts, scores, boxes, image_idx)\n\n"
+     "Read and scan detection files into shared columns; status[i] is 1 for a file left\n"
+     "to the reference path (see the C source)."},
     {"id_table", id_table, METH_O,
      "id_table(keys) -> table for scan_detections: keys is a sequence of bytes; a token\n"
      "equal to keys[i] maps to i (the last i for a repeated key)."},

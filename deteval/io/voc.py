@@ -481,21 +481,6 @@ def _id_table(image_ids):
     return make(keys)
 
 
-def _scan_with_table(data: bytes, table):
-    """``(image_idx, values, line_numbers)`` of a file the C scanner reads without error
-    and whose ids are all exact keys of ``table``; else None (the caller takes the
-    reference path, which decides and names any problem)."""
-    values, _, _, line, error, img = _textscan.scan_detections(data, table)
-    if error is not None:
-        return None
-    values = np.frombuffer(values, dtype=np.float64).reshape(-1, 5)
-    img = np.frombuffer(img, dtype=np.int64)
-    if not np.isfinite(values).all() or (img < 0).any() or \
-            ((values[:, 3] < values[:, 1]) | (values[:, 4] < values[:, 2])).any():
-        return None
-    return img, values, np.frombuffer(line, dtype=np.int64)
-
-
 # bit masks keeping the first k bytes of a little-endian 8-byte word, k = 0..8
 _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype="<u8")
 
@@ -646,44 +631,59 @@ def load_voc_detections(detections: PathLike, gt: GroundTruth) -> Detections:
     is not in ``gt.image_ids`` is an error naming the file and line.
     """
     files, unused = find_detection_files(detections, gt.class_names)
+    present = [(k, files[cls]) for k, cls in enumerate(gt.class_names) if cls in files]
     table = _id_table(gt.image_ids)
-    lookup = None
-    parts_img, parts_cls, parts_val, parts_order = [], [], [], []
-    offset = 0
-    for k, cls in enumerate(gt.class_names):
-        path = files.get(cls)
-        if path is None:
-            continue
-        data = _read_text_bytes(path)
-        found = _scan_with_table(data, table) if table is not None else None
-        if found is not None:
-            img, values, line_numbers = found
-        else:  # the reference path: any error, an unknown or non-UTF-8 id
-            ids, values, line_numbers = _detection_columns(data, path)
-            if lookup is None:
-                lookup = _ImageIndex(gt.image_ids)
-            img = lookup(ids)
-        if (img < 0).any():
-            row = int(np.flatnonzero(img < 0)[0])
-            raise InputError(f"Expected image ids of the image set but got "
-                             f"{bytes(ids[row]).decode('utf-8', 'replace')!r}, "
-                             f"which is not in it", path, f"line {line_numbers[row]}")
-        parts_img.append(img)
-        parts_cls.append(np.full(len(img), k, dtype=np.int64))
-        parts_val.append(values)
-        parts_order.append(offset + np.arange(len(img), dtype=np.int64))
-        offset += len(img)
-    if parts_val:
-        values = np.concatenate(parts_val)
-        image_idx, class_idx = np.concatenate(parts_img), np.concatenate(parts_cls)
-        order = np.concatenate(parts_order)
+    scan = getattr(_textscan, "scan_detection_files", None)
+    if table is not None and scan is not None:  # one C pass reads and scans every file
+        status, counts, scores, boxes, img = scan([p for _, p in present], table)
+        fast = (np.frombuffer(status, dtype=np.uint8), np.frombuffer(counts, dtype=np.int64),
+                np.frombuffer(scores, dtype=np.float64),
+                np.frombuffer(boxes, dtype=np.float64).reshape(-1, 4),
+                np.frombuffer(img, dtype=np.int64))
     else:
-        values = np.zeros((0, 5))
-        image_idx = class_idx = order = np.zeros(0, dtype=np.int64)
+        fast = None
+    if fast is not None and not fast[0].any():  # every file read by the C pass
+        scores, boxes, image_idx = fast[2], fast[3], fast[4]
+        class_idx = np.repeat(np.array([k for k, _ in present], dtype=np.int64), fast[1])
+    else:
+        scores, boxes, image_idx, class_idx = _detection_parts(present, fast, gt)
     return Detections(
-        image_idx=image_idx, class_idx=class_idx, boxes=np.ascontiguousarray(values[:, 1:]),
-        scores=np.ascontiguousarray(values[:, 0]), order=order,
+        image_idx=image_idx, class_idx=class_idx, boxes=boxes, scores=scores,
+        order=np.arange(len(scores), dtype=np.int64),
         sources={"detections": str(detections),
                  "files": {c: str(p) for c, p in files.items()},
                  "missing_files": [c for c in gt.class_names if c not in files],
                  "unused_files": unused})
+
+
+def _detection_parts(present, fast, gt: GroundTruth):
+    """``(scores, boxes, image_idx, class_idx)`` of the files ``present`` (class
+    position, path), in order: rows of the C pass where it read the file, else the
+    reference path (which raises on the first problem, in file order)."""
+    lookup = None
+    bounds = None if fast is None else np.concatenate(([0], np.cumsum(fast[1])))
+    parts_img, parts_cls, parts_val = [], [], []
+    for j, (k, path) in enumerate(present):
+        if fast is not None and not fast[0][j]:
+            a, b = bounds[j], bounds[j + 1]
+            img = fast[4][a:b]
+            values = np.column_stack((fast[2][a:b], fast[3][a:b]))
+        else:  # the reference path: any error, an unknown or non-UTF-8 id
+            ids, values, line_numbers = _detection_columns(_read_text_bytes(path), path)
+            if lookup is None:
+                lookup = _ImageIndex(gt.image_ids)
+            img = lookup(ids)
+            if (img < 0).any():
+                row = int(np.flatnonzero(img < 0)[0])
+                raise InputError(f"Expected image ids of the image set but got "
+                                 f"{bytes(ids[row]).decode('utf-8', 'replace')!r}, "
+                                 f"which is not in it", path, f"line {line_numbers[row]}")
+        parts_img.append(img)
+        parts_cls.append(np.full(len(img), k, dtype=np.int64))
+        parts_val.append(values.reshape(-1, 5))
+    if not parts_val:
+        return (np.zeros(0), np.zeros((0, 4)), np.zeros(0, dtype=np.int64),
+                np.zeros(0, dtype=np.int64))
+    values = np.concatenate(parts_val)
+    return (np.ascontiguousarray(values[:, 0]), np.ascontiguousarray(values[:, 1:]),
+            np.concatenate(parts_img), np.concatenate(parts_cls))
