@@ -8,7 +8,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import List, Optional
 
@@ -25,14 +24,19 @@ def write_json_atomic(path: str, payload: dict) -> None:
     if not folder.is_dir():
         raise InputError(expected("--json", "a path in an existing folder", str(target))
                          + " (no such folder)")
-    fd, tmp = tempfile.mkstemp(prefix=".deteval-", suffix=".json", dir=folder)
+    for _ in range(100):  # a new file of the usual permissions (0666 minus the umask)
+        tmp = os.path.join(folder, f".deteval-{os.getpid()}-{os.urandom(6).hex()}.json")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 48 random bits
+        raise FileExistsError(tmp)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(payload, fh, indent=2, allow_nan=False)
             fh.write("\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

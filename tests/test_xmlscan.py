@@ -70,7 +70,7 @@ def test_fixture_files_scanned():
     # one call over all files numbers them 1..n like the XSLT over all roots
     out, fallback = scanner(datas)
     assert not any(fallback)
-    roots = [etree.fromstring(d, voc._PARSER) for d in datas]
+    roots = [etree.fromstring(d, voc._xml_parser()) for d in datas]
     assert out == voc._object_lines(roots).encode("utf-8")
 
 

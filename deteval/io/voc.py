@@ -6,12 +6,12 @@ refused outright (VOC annotations have none), which also stops entity bombs.
 """
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
-from lxml import etree
 
 from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
@@ -27,8 +27,21 @@ __all__ = ["load_voc_annotations", "load_voc_detections", "read_imageset",
 
 PathLike = Union[str, os.PathLike]
 
-_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
-                          dtd_validation=False, huge_tree=False, remove_comments=True)
+
+
+def _etree():
+    """lxml.etree, imported when a file needs it (the C reader handles typical files)."""
+    from lxml import etree
+    return etree
+
+
+@functools.lru_cache(maxsize=None)
+def _xml_parser():
+    """The one parser configuration: no entities, no DTD, no network."""
+    return _etree().XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
+                              dtd_validation=False, huge_tree=False, remove_comments=True)
+
+
 _COORDS = ("xmin", "ymin", "xmax", "ymax")
 
 
@@ -94,8 +107,9 @@ def _parse_xml(path: Path, data: Optional[bytes] = None) -> "etree._Element":
     if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
         raise InputError("Expected a VOC annotation without DTD or entity declarations but "
                          "got a <!DOCTYPE>/<!ENTITY> (refused: untrusted XML)", path)
+    etree = _etree()
     try:
-        root = etree.fromstring(data, _PARSER)
+        root = etree.fromstring(data, _xml_parser())
     except etree.XMLSyntaxError as exc:
         line = getattr(exc, "lineno", None) or (exc.position[0] if exc.position else None)
         msg = exc.msg if hasattr(exc, "msg") else str(exc)
@@ -169,7 +183,7 @@ def _read_objects(path: Path, root=None):
 # One XSLT pass (in C) over all parsed files writes each object as a tab-separated
 # line (file number first); Python then touches one short line per object instead
 # of walking ~30 elements.
-_OBJECT_LINES = etree.XSLT(etree.XML(b"""\
+_OBJECT_LINES_XSL = b"""\
 <xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:output method="text" encoding="utf-8"/>
 <xsl:template match="/all"><xsl:for-each select="annotation"
@@ -184,23 +198,30 @@ _OBJECT_LINES = etree.XSLT(etree.XML(b"""\
 ><xsl:value-of select="normalize-space(bndbox/ymax)"/><xsl:text>&#9;</xsl:text
 ><xsl:value-of select="normalize-space(difficult[1])"/><xsl:text>&#9;</xsl:text
 ></xsl:for-each></xsl:for-each></xsl:template>
-</xsl:stylesheet>"""))
+</xsl:stylesheet>"""
+
+
+@functools.lru_cache(maxsize=None)
+def _object_lines_xslt():
+    """The compiled :data:`_OBJECT_LINES_XSL` stylesheet."""
+    etree = _etree()
+    return etree.XSLT(etree.XML(_OBJECT_LINES_XSL))
 
 
 def _object_lines(roots: List["etree._Element"]) -> str:
-    """The ``_OBJECT_LINES`` text of the parsed files (file numbers 1..len(roots))."""
-    container = etree.Element("all")
+    """The ``_OBJECT_LINES_XSL`` text of the parsed files (file numbers 1..len(roots))."""
+    container = _etree().Element("all")
     for root in roots:
         container.append(root)
     try:
-        return bytes(_OBJECT_LINES(container)).decode("utf-8")
+        return bytes(_object_lines_xslt()(container)).decode("utf-8")
     finally:
         for root in list(container):
             container.remove(root)
 
 
 def _parse_object_lines(out: str, file_map: np.ndarray):
-    """Per object of ``_OBJECT_LINES``-format text (from the XSLT or the C scanner):
+    """Per object of ``_OBJECT_LINES_XSL``-format text (from the XSLT or the C scanner):
     ``(file_idx, names, boxes, difficult, ok, all_bad)``. File number ``k`` in the text
     is file ``file_map[k - 1]``; ``ok`` is False for an object the fast checks cannot
     accept; ``all_bad`` is True if the text is malformed (every file of ``file_map``
@@ -263,7 +284,7 @@ def _scanned_objects(paths: List[str]):
     The C extension, when built, reads and scans the files inside its strict XML
     subset (``roots[i]`` is None for those); lxml parses all others (every file
     without the extension), in file order, so the first read or syntax error is
-    always the one lxml raises, and one XSLT pass (:data:`_OBJECT_LINES`) reads
+    always the one lxml raises, and one XSLT pass (:data:`_OBJECT_LINES_XSL`) reads
     their objects. Object ``j`` is named ``name_table[name_idx[j]]`` (the table may
     repeat names and hold unused ones). ``bad`` flags files whose objects the fast
     checks reject: the caller re-reads them with :func:`_read_objects`, which
