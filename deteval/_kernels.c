@@ -96,6 +96,58 @@ radix_sort(pair_t *src, pair_t *dst, Py_ssize_t n)
     return src;
 }
 
+/* stable insertion sort of a[0..n) by key */
+static void
+insertion_sort(pair_t *a, Py_ssize_t n)
+{
+    Py_ssize_t j, q;
+    for (j = 1; j < n; j++) {
+        pair_t x = a[j];
+        for (q = j; q > 0 && a[q - 1].key > x.key; q--)
+            a[q] = a[q - 1];
+        a[q] = x;
+    }
+}
+
+/* stable MSD radix sort of a[0..n) by key, from byte `d` (7: most significant) down;
+ * tmp: scratch of n. Digits shared by all keys are skipped; small buckets finish with
+ * an insertion sort, so a few passes sort keys with many distinct values. */
+static void
+msd_sort(pair_t *a, pair_t *tmp, Py_ssize_t n, int d)
+{
+    Py_ssize_t count[256], pos[256], i, sum;
+    int b, shift;
+    for (; d >= 0; d--) {
+        if (n <= 32) {
+            insertion_sort(a, n);
+            return;
+        }
+        shift = 8 * d;
+        memset(count, 0, sizeof count);
+        for (i = 0; i < n; i++)
+            count[(a[i].key >> shift) & 0xff]++;
+        for (b = 0; b < 256; b++)
+            if (count[b] == n)
+                break;
+        if (b == 256)
+            break; /* this digit splits the keys */
+    }
+    if (d < 0)
+        return; /* all keys equal: input order stands */
+    for (sum = 0, b = 0; b < 256; b++) {
+        pos[b] = sum;
+        sum += count[b];
+    }
+    for (i = 0; i < n; i++)
+        tmp[pos[(a[i].key >> shift) & 0xff]++] = a[i];
+    memcpy(a, tmp, (size_t)n * sizeof(pair_t));
+    for (sum = 0, b = 0; b < 256; b++) {
+        if (count[b] > 1)
+            msd_sort(a + sum, tmp + sum, count[b], d - 1);
+        sum += count[b];
+    }
+}
+
 static uint64_t
 desc_score_key(double s)
 {
@@ -182,35 +234,17 @@ rank_order(PyObject *self, PyObject *args)
             bound[0] = 0;
             for (m = 0; m <= max_major; m++) {
                 Py_ssize_t a = bound[m], e = bound[m + 1], len = e - a, j;
-                pair_t *seg = p + a, *other = tmp + a, *res = seg;
+                pair_t *res = p + a, *other = tmp + a;
                 if (len < 2)
                     continue;
-                if (len <= 32) { /* stable insertion sort by (score desc, tie) */
-                    for (j = 0; j < len; j++)
-                        seg[j].key = desc_score_key(sc[seg[j].row]);
-                    for (j = 1; j < len; j++) {
-                        pair_t x = seg[j];
-                        Py_ssize_t q = j;
-                        while (q > 0 && (seg[q - 1].key > x.key ||
-                                         (seg[q - 1].key == x.key && !tie_sorted &&
-                                          tk[seg[q - 1].row] > tk[x.row]))) {
-                            seg[q] = seg[q - 1];
-                            q--;
-                        }
-                        seg[q] = x;
-                    }
-                    continue;
-                }
                 if (!tie_sorted) {
                     for (j = 0; j < len; j++)
                         res[j].key = (uint64_t)tk[res[j].row] ^ ((uint64_t)1 << 63);
-                    res = radix_sort(res, res == seg ? other : seg, len);
+                    msd_sort(res, other, len, 7);
                 }
                 for (j = 0; j < len; j++)
                     res[j].key = desc_score_key(sc[res[j].row]);
-                res = radix_sort(res, res == seg ? other : seg, len);
-                if (res != seg)
-                    memcpy(seg, res, (size_t)len * sizeof(pair_t));
+                msd_sort(res, other, len, 7);
             }
             PyMem_RawFree(bound);
         }
