@@ -1,4 +1,11 @@
-/* deteval._textscan: one-pass scanner for VOC detection text files.
+/* deteval._textscan: readers for VOC text inputs (optional; deteval.io.voc has the
+ * reference Python/lxml code and uses it for anything these functions decline).
+ *
+ *   scan_detections(data[, table])   one detection file's bytes (below)
+ *   id_table(keys)                   image id bytes -> position, for the scanners
+ *   scan_detection_files(paths, table)  read + scan every class file into shared columns
+ *   scan_voc_annotations(datas)      annotation XML bytes -> XSLT-format object lines
+ *   scan_voc_files(paths)            read + scan annotation XML files into columns
  *
  * scan_detections(data) scans lines of `<image_id> <score> <xmin> <ymin> <xmax> <ymax>`
  * and returns raw native-endian buffers for numpy.frombuffer:
