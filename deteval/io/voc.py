@@ -82,7 +82,13 @@ def read_imageset(path: PathLike) -> List[str]:
     """
     path = Path(path)
     data = _read_text_bytes(path)
-    ids: List[str] = []
+    tokens = data.split()
+    if len(tokens) == sum(1 for line in data.splitlines() if line.strip()):
+        # one token per non-blank line (the usual file): no per-line work
+        ids = [t.decode("utf-8", "replace") for t in tokens]
+        if len(set(ids)) == len(ids):
+            return ids
+    ids = []
     first_line: Dict[str, int] = {}
     for lineno, line in enumerate(data.splitlines(), 1):
         fields = line.split()
