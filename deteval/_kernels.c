@@ -19,7 +19,7 @@
  *     gt_difficult: uint8[G]; groups are image * num_groups_per_image + class.
  *     outcome: int8 per ranked position: 1 TP, 0 FP, -1 ignored, with the VOC rules
  *     of deteval.match.match_voc (best GT over all GT of the group, first in row
- *     order among equal IoU; IoU >= threshold if inclusive else >; difficult best GT:
+ *     order among equal IoU, a NaN IoU skipped like a pair without overlap; IoU >= threshold if inclusive else >; difficult best GT:
  *     ignored; a claimed best GT: FP). IoU uses the +1 pixel convention with the same
  *     operations in the same order as deteval.match.iou_voc, so the same doubles
  *     (built with -ffp-contract=off: no fused multiply-add). Returns None when the
@@ -289,7 +289,8 @@ voc_match(PyObject *self, PyObject *args)
     long long per_image;
     double thr;
     int inclusive, k;
-    Py_ssize_t n = -1, g = -1, n4, g4, i, num_images = 0;
+    Py_ssize_t n = -1, g = -1, n4, g4, i;
+    int64_t max_image = 0;
     int64_t *start = NULL;
     int64_t *gt_sorted = NULL;
     unsigned char *claimed = NULL;
@@ -328,25 +329,25 @@ voc_match(PyObject *self, PyObject *args)
                 PyErr_SetString(PyExc_ValueError, "voc_match: index out of range");
                 goto done;
             }
-            if (di[i] + 1 > num_images)
-                num_images = di[i] + 1;
+            if (di[i] > max_image)
+                max_image = di[i];
         }
         for (i = 0; i < g; i++) {
             if (gi[i] < 0 || gc[i] < 0 || gc[i] >= per_image) {
                 PyErr_SetString(PyExc_ValueError, "voc_match: index out of range");
                 goto done;
             }
-            if (gi[i] + 1 > num_images)
-                num_images = gi[i] + 1;
+            if (gi[i] > max_image)
+                max_image = gi[i];
         }
         /* dense group table only when it is not much larger than the data */
         limit = 4 * (size_t)(n + g) + ((size_t)1 << 22);
-        if ((size_t)num_images > limit / (size_t)per_image) {
+        if ((uint64_t)max_image >= (uint64_t)(limit / (size_t)per_image)) {
             Py_INCREF(Py_None);
             out = Py_None;
             goto done;
         }
-        groups = (size_t)num_images * (size_t)per_image;
+        groups = ((size_t)max_image + 1) * (size_t)per_image;
         out = PyByteArray_FromStringAndSize(NULL, n);
         start = (int64_t *)PyMem_RawCalloc(groups + 1, sizeof(int64_t));
         gt_sorted = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(g ? g : 1));
@@ -383,7 +384,7 @@ voc_match(PyObject *self, PyObject *args)
             size_t grp = (size_t)(di[d] * per_image + dc[d]);
             const double *bb = db + 4 * d;
             double best = -INFINITY;
-            int nan_seen = 0, hit;
+            int hit;
             a = start[grp];
             e = start[grp + 1];
             for (j = a; j < e; j++) {
@@ -395,14 +396,12 @@ voc_match(PyObject *self, PyObject *args)
                 double uni = (bb[2] - bb[0] + 1.0) * (bb[3] - bb[1] + 1.0) +
                              (gg[2] - gg[0] + 1.0) * (gg[3] - gg[1] + 1.0) - inter;
                 double ov = (iw > 0 && ih > 0) ? inter / uni : -INFINITY;
-                if (ov != ov || iw != iw || ih != ih)
-                    nan_seen = 1;
-                else if (ov > best) {
+                if (ov > best) { /* a NaN IoU (overflowing boxes) is skipped, as -inf */
                     best = ov;
                     best_gt = r;
                 }
             }
-            hit = !nan_seen && best_gt >= 0 && (inclusive ? best >= thr : best > thr);
+            hit = best_gt >= 0 && (inclusive ? best >= thr : best > thr);
             if (!hit)
                 res[i] = 0;
             else if (gd[best_gt])

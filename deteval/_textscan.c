@@ -1309,7 +1309,7 @@ done:
  *   names: list of str, distinct normalize-space(name) values (may hold names of
  *          files that fell back: use the indices that occur)
  *   name_idx: bytes, int64 per object (-1 when ok is 0)
- *   boxes: bytes, 4 float64 per object (xmin ymin xmax ymax; 0 when ok is 0)
+ *   boxes: bytes, 4 float64 per object (xmin ymin xmax ymax; meaningless when ok is 0)
  *   difficult: bytes, uint8 per object
  *   ok: bytes, uint8 per object: count(name) = count(bndbox) = 1, a non-empty name,
  *       four coordinates float() reads exactly by the fast path (finite), xmin <= xmax

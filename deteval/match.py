@@ -79,7 +79,9 @@ def iou_voc(det_xyxy: np.ndarray, gt_xyxy: np.ndarray) -> np.ndarray:
 
     ``iw = min(x2, gx2) - max(x1, gx1) + 1`` (``ih`` likewise);
     ``union = (x2-x1+1)(y2-y1+1) + (gx2-gx1+1)(gy2-gy1+1) - iw*ih``.
-    Pairs with ``iw <= 0`` or ``ih <= 0`` get ``-inf`` (the devkit skips them).
+    Pairs with ``iw <= 0`` or ``ih <= 0`` get ``-inf`` (the devkit skips them), and so
+    do pairs whose IoU is undefined (NaN: coordinates near the float limit overflow the
+    union; the devkit's ``ov > ovmax`` skips them too).
 
     Parameters
     ----------
@@ -90,14 +92,16 @@ def iou_voc(det_xyxy: np.ndarray, gt_xyxy: np.ndarray) -> np.ndarray:
     ndarray of float64, shape (P,)
     """
     d, g = det_xyxy, gt_xyxy
-    iw = np.minimum(d[:, 2], g[:, 2]) - np.maximum(d[:, 0], g[:, 0]) + 1.0
-    ih = np.minimum(d[:, 3], g[:, 3]) - np.maximum(d[:, 1], g[:, 1]) + 1.0
-    inter = iw * ih
-    union = ((d[:, 2] - d[:, 0] + 1.0) * (d[:, 3] - d[:, 1] + 1.0)
-             + (g[:, 2] - g[:, 0] + 1.0) * (g[:, 3] - g[:, 1] + 1.0) - inter)
-    valid = (iw > 0) & (ih > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(valid, inter / np.where(valid, union, 1.0), -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        iw = np.minimum(d[:, 2], g[:, 2]) - np.maximum(d[:, 0], g[:, 0]) + 1.0
+        ih = np.minimum(d[:, 3], g[:, 3]) - np.maximum(d[:, 1], g[:, 1]) + 1.0
+        inter = iw * ih
+        union = ((d[:, 2] - d[:, 0] + 1.0) * (d[:, 3] - d[:, 1] + 1.0)
+                 + (g[:, 2] - g[:, 0] + 1.0) * (g[:, 3] - g[:, 1] + 1.0) - inter)
+        valid = (iw > 0) & (ih > 0)
+        iou = np.where(valid, inter / np.where(valid, union, 1.0), -np.inf)
+    iou[np.isnan(iou)] = -np.inf
+    return iou
 
 
 def coco_pair_ious(det_xywh: np.ndarray, gt_xywh: np.ndarray, gt_crowd: np.ndarray,
@@ -389,7 +393,8 @@ def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
         pos = np.where(is_max, np.arange(ov.shape[0]), ov.shape[0])
         first = np.minimum.reduceat(pos, starts)  # first GT in file order wins ties
         best_iou[dets] = seg_max
-        best_gt[dets] = np.where(np.isfinite(seg_max), pair_gt[first], -1)
+        found = np.isfinite(seg_max)  # -inf: no pair overlaps
+        best_gt[dets[found]] = pair_gt[first[found]]
 
     hit = best_iou >= iou_threshold if compat == "devkit" else best_iou > iou_threshold
     hit &= best_gt >= 0
