@@ -425,6 +425,199 @@ done:
     return out;
 }
 
+/* ---------------------------------------------------------------- coco_match */
+
+/* coco_match(rec_group, rec_boxes, gt_group, gt_boxes, gt_crowd, gt_ignored, thresholds,
+ *            num_groups) -> (matched, matched_ignored) or None
+ *
+ * rec_group: int64[N], the (image, class) group of each record, records contiguous by
+ * group and in rank order within it; rec_boxes: float64[N*4] (x, y, w, h); gt_group:
+ * int64[G]; gt_boxes: float64[G*4]; gt_crowd: uint8[G]; gt_ignored: uint8[G*A] (GT
+ * ignored at area range a); thresholds: float64[T], already min(t, 1 - 1e-10).
+ * Outputs, bytearrays of N*A*T uint8 at [n, a, t]: matched, and matched to an ignored
+ * GT. pycocotools' evaluateImg walk: per area range and threshold, each record in rank
+ * order takes the GT of highest IoU >= threshold that is not taken (a crowd GT always
+ * is available), non-ignored GT first, the later GT (row order) among equal IoUs. The
+ * IoU is pycocotools' bbIou with the operations of deteval.match.coco_pair_ious (same
+ * doubles); a NaN IoU never matches. None when the dense group table would be too large. */
+static PyObject *
+coco_match(PyObject *self, PyObject *args)
+{
+    PyObject *o[7], *out_m = NULL, *out_i = NULL, *result = NULL;
+    Py_buffer b[7];
+    long long num_groups;
+    Py_ssize_t n = -1, n4, g = -1, g4, ga = -1, t_count = -1, i, a_count, at;
+    int64_t *start = NULL, *gt_sorted = NULL, *cand = NULL;
+    unsigned char *taken = NULL;
+    double *ious = NULL;
+    int k;
+    (void)self;
+
+    memset(b, 0, sizeof b);
+    if (!PyArg_ParseTuple(args, "OOOOOOOL:coco_match", &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &o[5], &o[6], &num_groups))
+        return NULL;
+    if (get_buf(o[0], &b[0], 8, &n, "rec_group") < 0)
+        goto done;
+    n4 = 4 * n;
+    if (get_buf(o[1], &b[1], 8, &n4, "rec_boxes") < 0 || get_buf(o[2], &b[2], 8, &g, "gt_group") < 0)
+        goto done;
+    g4 = 4 * g;
+    if (get_buf(o[3], &b[3], 8, &g4, "gt_boxes") < 0 || get_buf(o[4], &b[4], 1, &g, "gt_crowd") < 0 ||
+        get_buf(o[5], &b[5], 1, &ga, "gt_ignored") < 0 ||
+        get_buf(o[6], &b[6], 8, &t_count, "thresholds") < 0)
+        goto done;
+    if (g == 0 ? ga != 0 : ga % g != 0) {
+        PyErr_SetString(PyExc_ValueError, "coco_match: gt_ignored must hold G*A flags");
+        goto done;
+    }
+    a_count = g ? ga / g : 0;
+    if (g == 0) { /* no GT: nothing matches; A is unknown here, the caller sizes it */
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    at = a_count * t_count;
+    {
+        const int64_t *rg = (const int64_t *)b[0].buf, *gg = (const int64_t *)b[2].buf;
+        const double *rb = (const double *)b[1].buf, *gb = (const double *)b[3].buf;
+        const double *thr = (const double *)b[6].buf;
+        const unsigned char *crowd = (const unsigned char *)b[4].buf;
+        const unsigned char *gign = (const unsigned char *)b[5].buf;
+        unsigned char *mt, *mi;
+        size_t limit = 4 * (size_t)(n + g) + ((size_t)1 << 22), groups, q;
+        Py_ssize_t max_gt = 0;
+        if (num_groups <= 0 || (uint64_t)num_groups > (uint64_t)limit) {
+            if (num_groups <= 0) {
+                PyErr_SetString(PyExc_ValueError, "coco_match: expected num_groups > 0");
+                goto done;
+            }
+            Py_INCREF(Py_None);
+            result = Py_None;
+            goto done;
+        }
+        groups = (size_t)num_groups;
+        for (i = 0; i < n; i++)
+            if (rg[i] < 0 || (uint64_t)rg[i] >= (uint64_t)groups) {
+                PyErr_SetString(PyExc_ValueError, "coco_match: group out of range");
+                goto done;
+            }
+        for (i = 0; i < g; i++)
+            if (gg[i] < 0 || (uint64_t)gg[i] >= (uint64_t)groups) {
+                PyErr_SetString(PyExc_ValueError, "coco_match: group out of range");
+                goto done;
+            }
+        if (at > 0 && n > PY_SSIZE_T_MAX / at) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        out_m = PyByteArray_FromStringAndSize(NULL, n * at);
+        out_i = PyByteArray_FromStringAndSize(NULL, n * at);
+        start = (int64_t *)PyMem_RawCalloc(groups + 1, sizeof(int64_t));
+        gt_sorted = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)g);
+        taken = (unsigned char *)PyMem_RawCalloc((size_t)g * (size_t)(at ? at : 1), 1);
+        if (out_m == NULL || out_i == NULL || start == NULL || gt_sorted == NULL || taken == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            goto done;
+        }
+        mt = (unsigned char *)PyByteArray_AS_STRING(out_m);
+        mi = (unsigned char *)PyByteArray_AS_STRING(out_i);
+        memset(mt, 0, (size_t)(n * at));
+        memset(mi, 0, (size_t)(n * at));
+        for (i = 0; i < g; i++)
+            start[gg[i] + 1]++;
+        for (q = 0; q < groups; q++) {
+            if (start[q + 1] > max_gt)
+                max_gt = (Py_ssize_t)start[q + 1];
+            start[q + 1] += start[q];
+        }
+        for (i = 0; i < g; i++)
+            gt_sorted[start[gg[i]]++] = i;
+        for (q = groups; q > 0; q--)
+            start[q] = start[q - 1];
+        start[0] = 0;
+        ious = (double *)PyMem_RawMalloc(sizeof(double) * (size_t)(max_gt ? max_gt : 1));
+        cand = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(max_gt ? max_gt : 1));
+        if (ious == NULL || cand == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (i = 0; i < n; i++) {
+            int64_t grp = rg[i], j0 = start[grp], j1 = start[grp + 1], j;
+            const double *d = rb + 4 * i;
+            double lowest = 1.0, det_area = d[2] * d[3];
+            int a, t, pass;
+            Py_ssize_t c, ncand = 0, u;
+            if (j0 == j1)
+                continue;
+            for (t = 0; t < t_count; t++)
+                if (thr[t] < lowest)
+                    lowest = thr[t];
+            /* candidates: the group's GT (row order) with IoU >= the lowest threshold */
+            for (j = j0; j < j1; j++) {
+                int64_t row = gt_sorted[j];
+                const double *e = gb + 4 * row;
+                double iw = (d[2] + d[0] < e[2] + e[0] ? d[2] + d[0] : e[2] + e[0]) -
+                            (d[0] > e[0] ? d[0] : e[0]);
+                double ih = (d[3] + d[1] < e[3] + e[1] ? d[3] + d[1] : e[3] + e[1]) -
+                            (d[1] > e[1] ? d[1] : e[1]);
+                double iou = 0.0;
+                if (iw > 0 && ih > 0) {
+                    double inter = iw * ih;
+                    double uni = crowd[row] ? det_area : det_area + e[2] * e[3] - inter;
+                    iou = inter / uni;
+                }
+                if (iou >= lowest) { /* (a NaN IoU is no candidate) */
+                    ious[ncand] = iou;
+                    cand[ncand++] = row;
+                }
+            }
+            for (a = 0; a < a_count; a++) {
+                for (t = 0; t < t_count && ncand; t++) {
+                    Py_ssize_t slot = a * t_count + t;
+                    int64_t m = -1;
+                    double cur = thr[t];
+                    for (pass = 0; pass < 2 && m < 0; pass++) { /* non-ignored, then ignored */
+                        for (u = 0; u < ncand; u++) {
+                            int64_t row = cand[u];
+                            if (gign[row * a_count + a] != pass)
+                                continue;
+                            if (taken[row * at + slot] && !crowd[row])
+                                continue;
+                            if (!(ious[u] >= cur))
+                                continue;
+                            cur = ious[u];
+                            m = row;
+                        }
+                    }
+                    if (m >= 0) {
+                        taken[m * at + slot] = 1;
+                        c = i * at + slot;
+                        mt[c] = 1;
+                        mi[c] = gign[m * a_count + a];
+                    }
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+        result = PyTuple_Pack(2, out_m, out_i);
+    }
+done:
+    for (k = 0; k < 7; k++)
+        if (b[k].obj)
+            PyBuffer_Release(&b[k]);
+    Py_XDECREF(out_m);
+    Py_XDECREF(out_i);
+    PyMem_RawFree(start);
+    PyMem_RawFree(gt_sorted);
+    PyMem_RawFree(taken);
+    PyMem_RawFree(ious);
+    PyMem_RawFree(cand);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"rank_order", rank_order, METH_VARARGS,
      "rank_order(major, scores, tie) -> bytearray of int64: np.lexsort((tie, -scores, major))\n"
@@ -433,6 +626,9 @@ static PyMethodDef methods[] = {
      "voc_match(order, det_image, det_class, det_boxes, gt_image, gt_class, gt_boxes,\n"
      "gt_difficult, num_groups_per_image, iou_threshold, inclusive) -> bytearray of int8\n"
      "outcomes per ranked position (1 TP, 0 FP, -1 ignored), or None."},
+    {"coco_match", coco_match, METH_VARARGS,
+     "coco_match(rec_group, rec_boxes, gt_group, gt_boxes, gt_crowd, gt_ignored, thresholds,\n"
+     "num_groups) -> (matched, matched_ignored) bytearrays of N*A*T uint8, or None."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

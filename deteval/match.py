@@ -499,21 +499,55 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     rec = kept[np.argsort(_small_int(det.class_idx[kept]), kind="stable")]
     n = rec.shape[0]
     rec_rank = rank[rec]
-    loop = np.argsort(_small_int(rec_rank), kind="stable")  # record positions, rank-major
-
     gt_group = image_key[gt.image_idx] * K + gt.class_idx
-    pair_det, pair_gt, _ = candidate_pairs(det_group[rec[loop]], gt_group)
-    lowest = min(min(float(t), 1 - 1e-10) for t in iou_thresholds) if T else 1.0
-    pair_det, pair_gt, iou = coco_pair_ious(det.boxes[rec[loop]], gt.boxes, gt.crowd, pair_det,
-                                            pair_gt, lowest)
-
     lo, hi = area_ranges[:, 0], area_ranges[:, 1]
     gt_ignored = gt.crowd[:, None] | (gt.area[:, None] < lo) | (gt.area[:, None] > hi)  # (G, A)
     det_area = det.boxes[rec, 2] * det.boxes[rec, 3]
     det_outside = (det_area[:, None] < lo) | (det_area[:, None] > hi)  # (N, A)
-
     AT = A * T
-    thr = np.tile(np.minimum(iou_thresholds, 1 - 1e-10), A)  # (AT,), index a * T + t
+    thr = np.minimum(iou_thresholds, 1 - 1e-10)
+    compiled = None
+    if _kernels is not None and n and len(gt) and K and int(image_key.min()) >= 0:
+        compiled = _kernels.coco_match(
+            np.ascontiguousarray(det_group[rec], dtype=np.int64),
+            np.ascontiguousarray(det.boxes[rec], dtype=np.float64),
+            np.ascontiguousarray(gt_group, dtype=np.int64),
+            np.ascontiguousarray(gt.boxes, dtype=np.float64),
+            np.ascontiguousarray(gt.crowd, dtype=bool).view(np.uint8),
+            np.ascontiguousarray(gt_ignored, dtype=bool).view(np.uint8),
+            np.ascontiguousarray(thr, dtype=np.float64), int(image_key.max()) * K + K)
+    if compiled is not None:  # the same walk, group by group, in C
+        matched = np.frombuffer(compiled[0], dtype=bool).reshape(n, AT)
+        ignored = np.frombuffer(compiled[1], dtype=bool).reshape(n, AT)
+    else:
+        matched, ignored = _coco_walk(det, gt, rec, rec_rank, det_group, gt_group,
+                                      gt_ignored, thr, A, T)
+    matched = matched.reshape(n, A, T)
+    ignored = ignored.reshape(n, A, T) | (~matched & det_outside[:, :, None])
+    gt_ignored = gt_ignored.T
+
+    num_gt = np.zeros((K, A), dtype=np.int64)
+    for a in range(A):
+        num_gt[:, a] = np.bincount(gt.class_idx[~gt_ignored[a]], minlength=K)
+    return CocoMatches(class_idx=det.class_idx[rec], scores=det.scores[rec],
+                       image_key=image_key[det.image_idx[rec]], rank=rec_rank,
+                       matched=matched, ignored=ignored, num_gt=num_gt)
+
+
+def _coco_walk(det: Detections, gt: GroundTruth, rec: np.ndarray, rec_rank: np.ndarray,
+               det_group: np.ndarray, gt_group: np.ndarray, gt_ignored: np.ndarray,
+               thr: np.ndarray, A: int, T: int) -> Tuple[np.ndarray, np.ndarray]:
+    """:func:`match_coco`'s walk with numpy: ``(matched, matched_ignored)``, each
+    ``(N, A*T)`` bool over the records ``rec``, stepping through rank with every
+    (image, class) group at once."""
+    n = rec.shape[0]
+    loop = np.argsort(_small_int(rec_rank), kind="stable")  # record positions, rank-major
+    pair_det, pair_gt, _ = candidate_pairs(det_group[rec[loop]], gt_group)
+    lowest = float(thr.min()) if T else 1.0
+    pair_det, pair_gt, iou = coco_pair_ious(det.boxes[rec[loop]], gt.boxes, gt.crowd, pair_det,
+                                            pair_gt, lowest)
+    AT = A * T
+    thr = np.tile(thr, A)  # (AT,), index a * T + t
     gt_taken = np.zeros((len(gt), AT), dtype=bool)
     matched = np.zeros((n, AT), dtype=bool)
     ignored = np.zeros((n, AT), dtype=bool)
@@ -544,13 +578,4 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
             d = loop[pd[starts[seg]]]
             matched[d, at] = True
             ignored[d, at] = best[seg, at] < _NOT_IGNORED_BONUS
-    matched = matched.reshape(n, A, T)
-    ignored = ignored.reshape(n, A, T) | (~matched & det_outside[:, :, None])
-    gt_ignored = gt_ignored.T
-
-    num_gt = np.zeros((K, A), dtype=np.int64)
-    for a in range(A):
-        num_gt[:, a] = np.bincount(gt.class_idx[~gt_ignored[a]], minlength=K)
-    return CocoMatches(class_idx=det.class_idx[rec], scores=det.scores[rec],
-                       image_key=image_key[det.image_idx[rec]], rank=rec_rank,
-                       matched=matched, ignored=ignored, num_gt=num_gt)
+    return matched, ignored
