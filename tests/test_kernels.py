@@ -8,6 +8,7 @@ and with ``deteval.match._kernels`` set to None (the numpy code paths).
     pytest -m slow tests/test_kernels.py    # the larger random sweeps
 """
 import copy
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -812,3 +813,88 @@ def test_evaluate_coco_tied_scores_many_groups(monkeypatch):
         m.setattr(match, "_kernels", None)
         off = deteval.evaluate_coco(copy.deepcopy(gt), copy.deepcopy(results)).to_dict()
     assert on == off
+
+
+# ------------------------------------------------------------------ coco_match
+
+CUSTOM_COCO_PARAMS = [
+    dict(iou_thresholds=[0.0, 0.5, 1.0]),
+    dict(iou_thresholds=[0.9, 0.3, 0.75], max_dets=(2, 5)),
+    dict(area_ranges={"all": (0, 1e10), "tiny": (0, 64), "mid": (64, 4096), "edge": (1024, 1024)}),
+    dict(iou_thresholds=[0.5], area_ranges={"all": (0, 1e10)}, max_dets=(1,)),
+]
+
+
+@pytest.mark.parametrize("params", range(len(CUSTOM_COCO_PARAMS)))
+@pytest.mark.parametrize("seed", range(4))
+def test_evaluate_coco_custom_params_same_with_and_without_kernels(monkeypatch, seed, params):
+    """Thresholds 0 and 1 (every pair a candidate; only identical boxes), unsorted
+    thresholds, custom and degenerate area ranges, small max_dets."""
+    case = _coco_gen().generate_case(1000 + seed)
+    kw = CUSTOM_COCO_PARAMS[params]
+    on = deteval.evaluate_coco(copy.deepcopy(case.gt), copy.deepcopy(case.results), **kw)
+    with monkeypatch.context() as m:
+        m.setattr(match, "_kernels", None)
+        off = deteval.evaluate_coco(copy.deepcopy(case.gt), copy.deepcopy(case.results), **kw)
+    assert on.to_dict() == off.to_dict(), case
+
+
+def test_match_coco_records_same_with_and_without_kernels(monkeypatch):
+    """Every CocoMatches array, not only the summary figures."""
+    from deteval.io.coco import load_coco_ground_truth, load_coco_results
+    for seed in range(3):
+        case = _coco_gen().generate_case(2000 + seed)
+        gt = load_coco_ground_truth(copy.deepcopy(case.gt))
+        det = load_coco_results(copy.deepcopy(case.results), gt)
+        thr = np.array([0.0, 0.5, 0.55, 0.95, 1.0])
+        areas = np.array([[0, 1e10], [0, 32 ** 2], [32 ** 2, 96 ** 2], [96 ** 2, 1e10]])
+        on = match.match_coco(gt, det, thr, areas, 100)
+        with monkeypatch.context() as m:
+            m.setattr(match, "_kernels", None)
+            off = match.match_coco(gt, det, thr, areas, 100)
+        for f in dataclasses.fields(on):
+            a, b = getattr(on, f.name), getattr(off, f.name)
+            assert a.dtype == b.dtype and a.shape == b.shape, f.name
+            assert np.array_equal(a, b), (f.name, case)
+        assert on.matched.any() and on.ignored.any()
+
+
+def _coco_args(n=2, g=2, a=1, t=1):
+    i64 = np.int64
+    return [np.zeros(n, i64), np.tile(np.array([0, 0, 10, 10.0]), n), np.zeros(g, i64),
+            np.tile(np.array([0, 0, 10, 10.0]), g), np.zeros(g, np.uint8),
+            np.zeros(g * a, np.uint8), np.full(t, 0.5), 1]
+
+
+def test_coco_match_direct():
+    matched, ign = kernels.coco_match(*_coco_args())
+    # two identical detections, two identical GT: each detection takes one GT (the later
+    # one first: pycocotools keeps the last of equal IoUs)
+    assert list(matched) == [1, 1] and list(ign) == [0, 0]
+    args = _coco_args()
+    args[4] = np.array([1, 0], np.uint8)  # GT 0 crowd, hence ignored: the first detection
+    args[5] = np.array([1, 0], np.uint8)  # takes GT 1, the second falls to the crowd GT
+    matched, ign = kernels.coco_match(*args)
+    assert list(matched) == [1, 1] and list(ign) == [0, 1]
+
+
+@pytest.mark.parametrize("which, value", [
+    (0, np.zeros(3, np.int64)),            # boxes say 2 records
+    (1, np.zeros(7)),                      # not 4 per record
+    (3, np.zeros(5)),                      # not 4 per GT
+    (4, np.zeros(3, np.uint8)),            # crowd flags for 3 GT
+    (5, np.zeros(3, np.uint8)),            # ignored flags not G*A
+    (0, np.array([0, 5], np.int64)),       # group >= num_groups
+    (2, np.array([-1, 0], np.int64)),      # negative group
+])
+def test_coco_match_bad_arguments(which, value):
+    args = _coco_args()
+    args[which] = value
+    with pytest.raises(ValueError):
+        kernels.coco_match(*args)
+
+
+def test_coco_match_declines_huge_group_table():
+    args = _coco_args()
+    args[7] = 2 ** 40
+    assert kernels.coco_match(*args) is None
