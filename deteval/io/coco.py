@@ -20,6 +20,11 @@ from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
 from .files import read_input
 
+try:  # optional C scanner (deteval/_textscan.c) for the usual shape of a results file
+    from .. import _textscan
+except ImportError:  # pragma: no cover - built without a C compiler
+    _textscan = None
+
 __all__ = ["load_coco_ground_truth", "load_coco_results"]
 
 # Typed schemas for the fast path: msgspec decodes straight into these (skipping
@@ -349,6 +354,12 @@ def load_coco_results(source: Source, gt: GroundTruth) -> Detections:
     name = _source_name(source, "<results>")
     if isinstance(source, (str, os.PathLike)):
         raw = _read_bytes(source)
+        columns = _scanned_results(raw)
+        if columns is not None:
+            img, cat, scores, boxes = columns
+            if np.isfinite(scores).all() and np.isfinite(boxes).all() and (
+                    boxes[:, 2:] >= 0).all():
+                return _detections_from_columns(img, cat, boxes, scores, gt, name)
         try:
             with _no_gc():
                 fast = _RESULTS.decode(raw)
@@ -379,6 +390,19 @@ def load_coco_results(source: Source, gt: GroundTruth) -> Detections:
     boxes = _box_column(data, name, "results")
     scores = _float_column(data, "score", name, "results", "a finite number")
     return _detections_from_columns(img, cat, boxes, scores, gt, name)
+
+
+def _scanned_results(raw: bytes):
+    """``(image_id, category_id, score, bbox)`` columns from the C scanner, or None
+    (no extension, or a file outside its subset: msgspec decodes it instead)."""
+    scan = getattr(_textscan, "scan_coco_results", None)
+    found = scan(raw) if scan is not None else None
+    if found is None:
+        return None
+    n, img, cat, scores, boxes = found
+    return (np.frombuffer(img, dtype=np.int64), np.frombuffer(cat, dtype=np.int64),
+            np.frombuffer(scores, dtype=np.float64),
+            np.frombuffer(boxes, dtype=np.float64).reshape(n, 4))
 
 
 def _detections_from_columns(img, cat, boxes, scores, gt: GroundTruth, name: str) -> Detections:
