@@ -349,10 +349,14 @@ def child_env(root):
 
 
 def timed(cmd, log_path, env=None):
-    """Run cmd as a child; return (wall seconds, peak RSS MiB) of that child alone."""
+    """Run cmd as a child; return (wall seconds, peak RSS MiB) of that child alone.
+
+    The child runs in the log's folder, so ``python -m deteval`` imports the installed
+    package, never a source tree in the current directory."""
     with open(log_path, "wb") as log:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                             cwd=os.path.dirname(os.path.abspath(log_path)))
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
