@@ -11,6 +11,10 @@ import pytest
 
 import deteval
 import deteval.io.coco as coco
+try:
+    from mutation import mutate
+except ImportError:  # tests/ imported as a package
+    from tests.mutation import mutate
 
 try:
     import coco_gen
@@ -171,29 +175,13 @@ def test_files_same_with_and_without_scanner(monkeypatch, tmp_path):
 ALPHABET = b'[]{},:"\\ 0123456789.-+eE\ntrufalsn_idxbcoyg\x00\xc3'
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    data = bytearray(data)
-    for _ in range(rng.choice((1, 1, 2, 3))):
-        pos = rng.randrange(len(data) + 1)
-        op = rng.randrange(4)
-        if op == 0 and data:
-            del data[min(pos, len(data) - 1)]
-        elif op == 1:
-            data[pos:pos] = bytes([rng.choice(ALPHABET)])
-        elif op == 2 and data:
-            data[min(pos, len(data) - 1)] = rng.choice(ALPHABET)
-        elif data:
-            data[pos:pos + rng.randrange(1, 12)] = b""
-    return bytes(data)
-
-
 def _fuzz(seed, n):
     rng = random.Random(seed)
     base = [b"[" + RECORD + b", " + RECORD.replace(b"7", b"8") + b"]",
             json.dumps(coco_gen.generate_case(seed).results[:5]).encode()]
     accepted = 0
     for _ in range(n):
-        accepted += check(mutate(rng.choice(base), rng))
+        accepted += check(mutate(rng.choice(base), rng, ALPHABET))
     return accepted
 
 

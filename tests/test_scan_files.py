@@ -20,6 +20,10 @@ import pytest
 import deteval.io.voc as voc
 from deteval.errors import InputError
 from deteval.tables import GroundTruth
+try:
+    from mutation import mutate
+except ImportError:  # tests/ imported as a package
+    from tests.mutation import mutate
 
 textscan = voc._textscan
 pytestmark = pytest.mark.skipif(getattr(textscan, "scan_voc_files", None) is None,
@@ -247,31 +251,12 @@ SNIPPETS = [b"<name>x</name>", b"<name/>", b"<bndbox><xmin>3</xmin></bndbox>", b
             b"e400", b"_", b".", b"e-5", b"99999999999999999"]
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    data = bytearray(data)
-    for _ in range(rng.choice((1, 1, 1, 2, 3))):
-        pos = rng.randrange(len(data) + 1)
-        op = rng.randrange(5)
-        if op == 0 and data:  # delete a byte
-            del data[min(pos, len(data) - 1)]
-        elif op == 1:  # insert a byte
-            data[pos:pos] = bytes([rng.choice(ALPHABET) if rng.random() < 0.8
-                                   else rng.randrange(256)])
-        elif op == 2 and data:  # replace a byte
-            data[min(pos, len(data) - 1)] = rng.choice(ALPHABET)
-        elif op == 3:  # insert a snippet
-            data[pos:pos] = rng.choice(SNIPPETS)
-        elif data:  # delete a span
-            data[pos:pos + rng.randrange(1, 40)] = b""
-    return bytes(data)
-
-
 def fuzz(tmp_path, seed, n):
     rng = random.Random(seed)
     _, base = fixture_datas()
     base = base + variant_docs(rng, 40) + [doc(), b"<annotation/>",
                                            doc(head=b'<?xml version="1.0"?>\n')]
-    datas = [mutate(rng.choice(base), rng) for _ in range(n)]
+    datas = [mutate(rng.choice(base), rng, ALPHABET, SNIPPETS) for _ in range(n)]
     paths = write_corpus(tmp_path, datas)
     n_obj, n_ok = compare(paths, datas)
     # one call per chunk too: the name table and the counts do not depend on batching

@@ -17,6 +17,10 @@ from lxml import etree
 import deteval
 import deteval.io.voc as voc
 from deteval.errors import InputError
+try:
+    from mutation import mutate
+except ImportError:  # tests/ imported as a package
+    from tests.mutation import mutate
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_XML = REPO / "fixtures" / "voc" / "VOC2007" / "Annotations"
@@ -233,25 +237,6 @@ SNIPPETS = [b"<name>x</name>", b"<name/>", b"<bndbox><xmin>3</xmin></bndbox>", b
             b"<b>", b"</b>", b"<x a='1'/>", b"\xc3\xa9", b"  \n\t", b"<annotation/>"]
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
-    data = bytearray(data)
-    for _ in range(rng.choice((1, 1, 1, 2, 3))):
-        pos = rng.randrange(len(data) + 1)
-        op = rng.randrange(5)
-        if op == 0 and data:  # delete a byte
-            del data[min(pos, len(data) - 1)]
-        elif op == 1:  # insert a byte
-            data[pos:pos] = bytes([rng.choice(ALPHABET) if rng.random() < 0.8
-                                   else rng.randrange(256)])
-        elif op == 2 and data:  # replace a byte
-            data[min(pos, len(data) - 1)] = rng.choice(ALPHABET)
-        elif op == 3:  # insert a snippet
-            data[pos:pos] = rng.choice(SNIPPETS)
-        elif data:  # delete a span
-            data[pos:pos + rng.randrange(1, 40)] = b""
-    return bytes(data)
-
-
 def _fuzz(seed, n):
     rng = random.Random(seed)
     base = _real_files()
@@ -259,7 +244,7 @@ def _fuzz(seed, n):
     base += [d for d in ACCEPTED[:20]]
     scanned = 0
     for _ in range(n):
-        scanned += check(mutate(rng.choice(base), rng))
+        scanned += check(mutate(rng.choice(base), rng, ALPHABET, SNIPPETS))
     return scanned
 
 
