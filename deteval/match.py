@@ -367,15 +367,25 @@ def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
         Records in ranked order (class, then rank).
     """
     K = gt.num_classes
-    n = len(det)
     order, tie_key = voc_order(det, "devkit" if file_order_ties else compat)
+    outcome = _voc_outcomes_compiled(gt, det, order, iou_threshold, compat)
+    if outcome is None:
+        outcome = _voc_outcomes(gt, det, order, iou_threshold, compat)
     num_gt = np.bincount(gt.class_idx[~gt.difficult], minlength=K).astype(np.int64)
     num_difficult = np.bincount(gt.class_idx[gt.difficult], minlength=K).astype(np.int64)
-    ranked = _voc_outcomes_compiled(gt, det, order, iou_threshold, compat)
-    if ranked is not None:
-        return VocMatches(class_idx=det.class_idx[order], scores=det.scores[order],
-                          tie_key=tie_key[order], outcome=ranked, num_gt=num_gt,
-                          num_difficult=num_difficult)
+    # records in ranked order: accumulation finds them sorted
+    return VocMatches(class_idx=det.class_idx[order], scores=det.scores[order],
+                      tie_key=tie_key[order], outcome=outcome, num_gt=num_gt,
+                      num_difficult=num_difficult)
+
+
+def _voc_outcomes(gt: GroundTruth, det: Detections, order: np.ndarray, iou_threshold: float,
+                  compat: str) -> np.ndarray:
+    """:func:`match_voc`'s outcomes (int8: TP, FP, IGNORED) in ranked order, with numpy:
+    the best GT of every detection from its candidate pairs, then the first claim of
+    each GT in ranked order."""
+    K = gt.num_classes
+    n = len(det)
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
     det_group = det.image_idx * K + det.class_idx
@@ -410,10 +420,7 @@ def match_voc(gt: GroundTruth, det: Detections, iou_threshold: float = 0.5,
         first_claim[1:] = best_gt[by_gt[1:]] != best_gt[by_gt[:-1]]
         outcome[by_gt[first_claim]] = TP
 
-    # records in ranked order: accumulation finds them sorted
-    return VocMatches(class_idx=det.class_idx[order], scores=det.scores[order],
-                      tie_key=tie_key[order], outcome=outcome[order], num_gt=num_gt,
-                      num_difficult=num_difficult)
+    return outcome[order]
 
 
 # ---------------------------------------------------------------------------- COCO
