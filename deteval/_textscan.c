@@ -1814,6 +1814,24 @@ js_string(js_t *j, const unsigned char **s, size_t *n, int allow_escapes)
     return 1;
 }
 
+/* after a value inside an array or object: 1 after a ',' (another value follows),
+ * 2 after the closing bracket `close`, 0 on anything else */
+static int
+js_next(js_t *j, unsigned char close)
+{
+    js_ws(j);
+    if (j->p < j->end && *j->p == ',') {
+        j->p++;
+        js_ws(j);
+        return 1;
+    }
+    if (j->p < j->end && *j->p == close) {
+        j->p++;
+        return 2;
+    }
+    return 0;
+}
+
 static int
 js_skip_value(js_t *j, int depth)
 {
@@ -1833,19 +1851,11 @@ js_skip_value(js_t *j, int depth)
             return 1;
         }
         for (;;) {
-            if (!js_skip_value(j, depth + 1))
+            int next;
+            if (!js_skip_value(j, depth + 1) || (next = js_next(j, ']')) == 0)
                 return 0;
-            js_ws(j);
-            if (j->p < j->end && *j->p == ',') {
-                j->p++;
-                js_ws(j);
-                continue;
-            }
-            if (j->p < j->end && *j->p == ']') {
-                j->p++;
+            if (next == 2)
                 return 1;
-            }
-            return 0;
         }
     case '{':
         j->p++;
@@ -1855,6 +1865,7 @@ js_skip_value(js_t *j, int depth)
             return 1;
         }
         for (;;) {
+            int next;
             if (!js_string(j, &s, &n, 1))
                 return 0;
             js_ws(j);
@@ -1862,19 +1873,10 @@ js_skip_value(js_t *j, int depth)
                 return 0;
             j->p++;
             js_ws(j);
-            if (!js_skip_value(j, depth + 1))
+            if (!js_skip_value(j, depth + 1) || (next = js_next(j, '}')) == 0)
                 return 0;
-            js_ws(j);
-            if (j->p < j->end && *j->p == ',') {
-                j->p++;
-                js_ws(j);
-                continue;
-            }
-            if (j->p < j->end && *j->p == '}') {
-                j->p++;
+            if (next == 2)
                 return 1;
-            }
-            return 0;
         }
     case 't':
         if (j->end - j->p >= 4 && memcmp(j->p, "true", 4) == 0) {
@@ -1942,7 +1944,7 @@ js_scan_results(js_t *j, js_cols *c)
         goto tail;
     }
     for (;;) {
-        int seen = 0, k;
+        int seen = 0, k, next;
         Py_ssize_t r;
         if (js_push(c) < 0)
             return -1;
@@ -1990,32 +1992,18 @@ js_scan_results(js_t *j, js_cols *c)
             } else if (!js_skip_value(j, 1)) {
                 return 0;
             }
-            js_ws(j);
-            if (j->p < j->end && *j->p == ',') {
-                j->p++;
-                js_ws(j);
-                continue;
-            }
-            if (j->p < j->end && *j->p == '}') {
-                j->p++;
+            if ((next = js_next(j, '}')) == 0)
+                return 0;
+            if (next == 2)
                 break;
-            }
-            return 0;
         }
         if (seen != 15)
             return 0;
         c->n = r + 1;
-        js_ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            js_ws(j);
-            continue;
-        }
-        if (j->p < j->end && *j->p == ']') {
-            j->p++;
+        if ((next = js_next(j, ']')) == 0)
+            return 0;
+        if (next == 2)
             break;
-        }
-        return 0;
     }
 tail:
     js_ws(j);
