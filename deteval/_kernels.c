@@ -279,6 +279,30 @@ done:
     return out;
 }
 
+/* Counting sort of g rows by key a[i] * mult + (b ? b[i] : 0), each in [0, groups): rows
+ * of key k are rows[start[k]] .. rows[start[k + 1] - 1], in row order. start holds
+ * groups + 1 zeroed entries. Returns the largest group's size. GIL not needed. */
+static Py_ssize_t
+group_rows(const int64_t *a, const int64_t *b, int64_t mult, Py_ssize_t g, size_t groups,
+           int64_t *start, int64_t *rows)
+{
+    Py_ssize_t i, largest = 0;
+    size_t q;
+    for (i = 0; i < g; i++)
+        start[a[i] * mult + (b ? b[i] : 0) + 1]++;
+    for (q = 0; q < groups; q++) {
+        if (start[q + 1] > largest)
+            largest = (Py_ssize_t)start[q + 1];
+        start[q + 1] += start[q];
+    }
+    for (i = 0; i < g; i++) /* start[k] advances to the end of group k */
+        rows[start[a[i] * mult + (b ? b[i] : 0)]++] = i;
+    for (q = groups; q > 0; q--)
+        start[q] = start[q - 1];
+    start[0] = 0;
+    return largest;
+}
+
 /* ----------------------------------------------------------------- voc_match */
 
 static PyObject *
@@ -360,25 +384,7 @@ voc_match(PyObject *self, PyObject *args)
         }
         res = (signed char *)PyByteArray_AS_STRING(out);
         Py_BEGIN_ALLOW_THREADS
-        /* counting sort of GT rows by group; row order kept within a group */
-        for (i = 0; i < g; i++)
-            start[gi[i] * per_image + gc[i] + 1]++;
-        {
-            size_t q;
-            for (q = 0; q < groups; q++)
-                start[q + 1] += start[q];
-        }
-        for (i = 0; i < g; i++) {
-            size_t grp = (size_t)(gi[i] * per_image + gc[i]);
-            gt_sorted[start[grp]++] = i;
-        }
-        /* start[grp] now holds the end of group grp: shift back to starts */
-        {
-            size_t q;
-            for (q = groups; q > 0; q--)
-                start[q] = start[q - 1];
-            start[0] = 0;
-        }
+        group_rows(gi, gc, per_image, g, groups, start, gt_sorted);
         for (i = 0; i < n; i++) {
             int64_t d = order[i], a, e, j, best_gt = -1;
             size_t grp = (size_t)(di[d] * per_image + dc[d]);
@@ -485,7 +491,7 @@ coco_match(PyObject *self, PyObject *args)
         const unsigned char *crowd = (const unsigned char *)b[4].buf;
         const unsigned char *gign = (const unsigned char *)b[5].buf;
         unsigned char *mt, *mi;
-        size_t limit = 4 * (size_t)(n + g) + ((size_t)1 << 22), groups, q;
+        size_t limit = 4 * (size_t)(n + g) + ((size_t)1 << 22), groups;
         Py_ssize_t max_gt = 0;
         if (num_groups <= 0 || (uint64_t)num_groups > (uint64_t)limit) {
             if (num_groups <= 0) {
@@ -525,18 +531,7 @@ coco_match(PyObject *self, PyObject *args)
         mi = (unsigned char *)PyByteArray_AS_STRING(out_i);
         memset(mt, 0, (size_t)(n * at));
         memset(mi, 0, (size_t)(n * at));
-        for (i = 0; i < g; i++)
-            start[gg[i] + 1]++;
-        for (q = 0; q < groups; q++) {
-            if (start[q + 1] > max_gt)
-                max_gt = (Py_ssize_t)start[q + 1];
-            start[q + 1] += start[q];
-        }
-        for (i = 0; i < g; i++)
-            gt_sorted[start[gg[i]]++] = i;
-        for (q = groups; q > 0; q--)
-            start[q] = start[q - 1];
-        start[0] = 0;
+        max_gt = group_rows(gg, NULL, 1, g, groups, start, gt_sorted);
         ious = (double *)PyMem_RawMalloc(sizeof(double) * (size_t)(max_gt ? max_gt : 1));
         cand = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(max_gt ? max_gt : 1));
         if (ious == NULL || cand == NULL) {

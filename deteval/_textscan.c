@@ -1404,10 +1404,48 @@ xs_read_file_limit(const char *path, unsigned char **buf, size_t *cap, size_t *l
     return 0;
 }
 
+/* The paths of a sequence (str, bytes, os.PathLike) in the filesystem encoding: *paths,
+ * a new tuple owning the encoded bytes (keep it while the GIL is released), and *cpath,
+ * their char pointers (PyMem_Free it). Returns their number, or -1 with an error set
+ * (including a path with an embedded NUL, which PyUnicode_FSConverter refuses). */
+static Py_ssize_t
+encode_paths(PyObject *arg, PyObject **paths, const char ***cpath)
+{
+    PyObject *seq = PySequence_Tuple(arg);
+    Py_ssize_t n, k;
+    *paths = NULL;
+    *cpath = NULL;
+    if (seq == NULL)
+        return -1;
+    n = PyTuple_GET_SIZE(seq);
+    *paths = PyTuple_New(n);
+    *cpath = (const char **)PyMem_Malloc(sizeof(**cpath) * (size_t)(n ? n : 1));
+    if (*paths == NULL || *cpath == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto fail;
+    }
+    for (k = 0; k < n; k++) {
+        PyObject *enc = NULL;
+        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(seq, k), &enc))
+            goto fail;
+        PyTuple_SET_ITEM(*paths, k, enc);
+        (*cpath)[k] = PyBytes_AS_STRING(enc);
+    }
+    Py_DECREF(seq);
+    return n;
+fail:
+    Py_DECREF(seq);
+    Py_CLEAR(*paths);
+    PyMem_Free((void *)*cpath);
+    *cpath = NULL;
+    return -1;
+}
+
 static PyObject *
 scan_voc_files(PyObject *self, PyObject *arg)
 {
-    PyObject *seq = NULL, *paths = NULL, *result = NULL, *names = NULL;
+    PyObject *paths = NULL, *result = NULL, *names = NULL;
     PyObject *fb_bytes = NULL, *counts_bytes = NULL;
     Py_ssize_t n, k;
     const char **cpath = NULL;
@@ -1420,34 +1458,19 @@ scan_voc_files(PyObject *self, PyObject *arg)
     (void)self;
 
     memset(&cols, 0, sizeof cols);
-    seq = PySequence_Tuple(arg);
-    if (seq == NULL)
+    n = encode_paths(arg, &paths, &cpath);
+    if (n < 0)
         return NULL;
-    n = PyTuple_GET_SIZE(seq);
-    paths = PyTuple_New(n); /* owns the encoded paths while the GIL is released */
     fb_bytes = PyBytes_FromStringAndSize(NULL, n);
     counts_bytes = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    cpath = (const char **)PyMem_Malloc(sizeof(*cpath) * (size_t)(n ? n : 1));
-    if (paths == NULL || fb_bytes == NULL || counts_bytes == NULL || cpath == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
+    if (fb_bytes == NULL || counts_bytes == NULL)
         goto done;
-    }
-    for (k = 0; k < n; k++) {
-        PyObject *enc = NULL;
-        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(seq, k), &enc))
-            goto done;
-        PyTuple_SET_ITEM(paths, k, enc);
-        cpath[k] = PyBytes_AS_STRING(enc);
-    }
     fb = PyBytes_AS_STRING(fb_bytes);
     counts = (int64_t *)PyBytes_AS_STRING(counts_bytes);
     Py_BEGIN_ALLOW_THREADS
     for (k = 0; k < n && !cols.oom; k++) {
         before = cols.n;
-        /* a path with an embedded NUL cannot be opened here: Python reports it */
-        if (strlen(cpath[k]) != (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(paths, k)) ||
-            xs_read_file_limit(cpath[k], &buf, &cap, &len, XS_MAXFILE) != 0)
+        if (xs_read_file_limit(cpath[k], &buf, &cap, &len, XS_MAXFILE) != 0)
             fb[k] = 1;
         else
             fb[k] = (char)xs_scan_one(buf, len, (long)(k + 1), &sink);
@@ -1483,7 +1506,6 @@ done:
     Py_XDECREF(fb_bytes);
     Py_XDECREF(counts_bytes);
     Py_XDECREF(paths);
-    Py_XDECREF(seq);
     PyMem_Free((void *)cpath);
     PyMem_RawFree(buf);
     PyMem_RawFree(cols.boxes);
@@ -1515,7 +1537,7 @@ done:
 static PyObject *
 scan_detection_files(PyObject *self, PyObject *args)
 {
-    PyObject *paths_arg, *table_arg, *seq = NULL, *paths = NULL, *result = NULL;
+    PyObject *paths_arg, *table_arg, *paths = NULL, *result = NULL;
     PyObject *status_b = NULL, *counts_b = NULL, *out[3] = {NULL, NULL, NULL};
     const id_table_t *table;
     Py_ssize_t n, k, max_rows = 0, max_file_rows = 1, total = 0;
@@ -1537,26 +1559,15 @@ scan_detection_files(PyObject *self, PyObject *args)
     table = (const id_table_t *)PyCapsule_GetPointer(table_arg, ID_TABLE_CAPSULE);
     if (table == NULL)
         return NULL;
-    seq = PySequence_Tuple(paths_arg);
-    if (seq == NULL)
+    n = encode_paths(paths_arg, &paths, &cpath);
+    if (n < 0)
         return NULL;
-    n = PyTuple_GET_SIZE(seq);
-    paths = PyTuple_New(n);
     status_b = PyBytes_FromStringAndSize(NULL, n);
     counts_b = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    cpath = (const char **)PyMem_Malloc(sizeof(*cpath) * (size_t)(n ? n : 1));
-    if (paths == NULL || status_b == NULL || counts_b == NULL || cpath == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_NoMemory();
+    if (status_b == NULL || counts_b == NULL)
         goto done;
-    }
     for (k = 0; k < n; k++) {
-        PyObject *enc = NULL;
         struct stat sb;
-        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(seq, k), &enc))
-            goto done;
-        PyTuple_SET_ITEM(paths, k, enc);
-        cpath[k] = PyBytes_AS_STRING(enc);
         /* room for the rows the file can hold at its current size (a row takes >= 12
          * bytes with its line end); a file that grows falls back */
         if (stat(cpath[k], &sb) == 0 && S_ISREG(sb.st_mode)) {
@@ -1590,8 +1601,7 @@ scan_detection_files(PyObject *self, PyObject *args)
         int ok;
         status[k] = 1;
         counts[k] = 0;
-        if (strlen(cpath[k]) != (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(paths, k)) ||
-            xs_read_file_limit(cpath[k], &buf, &cap, &len, (size_t)-1) != 0)
+        if (xs_read_file_limit(cpath[k], &buf, &cap, &len, (size_t)-1) != 0)
             continue;
         rows = (Py_ssize_t)(len / 12) + 1;
         if (rows > max_file_rows || rows > max_rows - total || memchr(buf, 0, len) != NULL)
@@ -1649,7 +1659,6 @@ done:
     Py_XDECREF(status_b);
     Py_XDECREF(counts_b);
     Py_XDECREF(paths);
-    Py_XDECREF(seq);
     PyMem_Free((void *)cpath);
     PyMem_RawFree(buf);
     PyMem_RawFree(scratch);

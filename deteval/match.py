@@ -509,7 +509,8 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     gt_group = image_key[gt.image_idx] * K + gt.class_idx
     lo, hi = area_ranges[:, 0], area_ranges[:, 1]
     gt_ignored = gt.crowd[:, None] | (gt.area[:, None] < lo) | (gt.area[:, None] > hi)  # (G, A)
-    det_area = det.boxes[rec, 2] * det.boxes[rec, 3]
+    rec_boxes = np.ascontiguousarray(det.boxes[rec], dtype=np.float64)
+    det_area = rec_boxes[:, 2] * rec_boxes[:, 3]
     det_outside = (det_area[:, None] < lo) | (det_area[:, None] > hi)  # (N, A)
     AT = A * T
     thr = np.minimum(iou_thresholds, 1 - 1e-10)
@@ -517,7 +518,7 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     if _kernels is not None and n and len(gt) and K and int(image_key.min()) >= 0:
         compiled = _kernels.coco_match(
             np.ascontiguousarray(det_group[rec], dtype=np.int64),
-            np.ascontiguousarray(det.boxes[rec], dtype=np.float64),
+            rec_boxes,
             np.ascontiguousarray(gt_group, dtype=np.int64),
             np.ascontiguousarray(gt.boxes, dtype=np.float64),
             np.ascontiguousarray(gt.crowd, dtype=bool).view(np.uint8),

@@ -21,9 +21,9 @@ import deteval.io.voc as voc
 from deteval.errors import InputError
 from deteval.tables import GroundTruth
 try:
-    from mutation import mutate
+    from mutation import OBJ, XML_ALPHABET, XML_SNIPPETS, doc, mutate
 except ImportError:  # tests/ imported as a package
-    from tests.mutation import mutate
+    from tests.mutation import OBJ, XML_ALPHABET, XML_SNIPPETS, doc, mutate
 
 textscan = voc._textscan
 pytestmark = pytest.mark.skipif(getattr(textscan, "scan_voc_files", None) is None,
@@ -118,16 +118,6 @@ def test_fixture_files():
     assert not c["fallback"].any()
     assert set(c["names"]) >= {"person", "car", "dog", "cat"}
     assert c["difficult"].any()
-
-
-OBJ = (b"<object><name>dog</name><pose>Left</pose><truncated>0</truncated>"
-       b"<difficult>0</difficult><bndbox><xmin>48</xmin><ymin>240</ymin>"
-       b"<xmax>195</xmax><ymax>371</ymax></bndbox></object>")
-
-
-def doc(body=OBJ, head=b""):
-    return head + b"<annotation><folder>VOC2007</folder><filename>1.jpg</filename>" + \
-        body + b"</annotation>"
 
 
 def obj(name=b"dog", coords=(b"48", b"240", b"195", b"371"), difficult=b"0"):
@@ -241,14 +231,8 @@ def test_many_objects_and_names(tmp_path):
     assert c["names"].count("dog") == 1
 
 
-ALPHABET = b"<>/&!?=\"' \t\n\r-.:_;[]xnameobjectbdifcult0123456789eE+\x00\x7f\x80\xc3\xef"
-SNIPPETS = [b"<name>x</name>", b"<name/>", b"<bndbox><xmin>3</xmin></bndbox>", b"<bndbox/>",
-            b"<xmin>5</xmin>", b"<ymax> 7 </ymax>", b"<difficult>1</difficult>",
-            b"<difficult/>", b"<part><name>p</name><bndbox><xmin>1</xmin></bndbox></part>",
-            b"<object><name>o</name></object>", b"<object/>", b"<!-- c -->",
-            b"<![CDATA[z]]>", b"&amp;", b"<?pi?>", b"</object>", b"<object>", b"</bndbox>",
-            b"<b>", b"</b>", b"<x a='1'/>", b"\xc3\xa9", b"  \n\t", b"<annotation/>",
-            b"e400", b"_", b".", b"e-5", b"99999999999999999"]
+ALPHABET = XML_ALPHABET + b"eE+"
+SNIPPETS = XML_SNIPPETS + [b"e400", b"_", b".", b"e-5", b"99999999999999999"]
 
 
 def fuzz(tmp_path, seed, n):

@@ -18,9 +18,9 @@ import deteval
 import deteval.io.voc as voc
 from deteval.errors import InputError
 try:
-    from mutation import mutate
+    from mutation import OBJ, XML_ALPHABET, XML_SNIPPETS, doc, mutate
 except ImportError:  # tests/ imported as a package
-    from tests.mutation import mutate
+    from tests.mutation import OBJ, XML_ALPHABET, XML_SNIPPETS, doc, mutate
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_XML = REPO / "fixtures" / "voc" / "VOC2007" / "Annotations"
@@ -81,16 +81,6 @@ def test_fixture_files_scanned():
 def test_reference_files_scanned(reference_dir):
     datas = _reference_files(reference_dir)
     assert all(check(d) for d in datas)
-
-
-OBJ = (b"<object><name>dog</name><pose>Left</pose><truncated>0</truncated>"
-       b"<difficult>0</difficult><bndbox><xmin>48</xmin><ymin>240</ymin>"
-       b"<xmax>195</xmax><ymax>371</ymax></bndbox></object>")
-
-
-def doc(body=OBJ, head=b""):
-    return head + b"<annotation><folder>VOC2007</folder><filename>1.jpg</filename>" + \
-        body + b"</annotation>"
 
 
 ACCEPTED = [
@@ -228,13 +218,8 @@ def test_non_bytes_rejected():
     assert scanner([]) == (b"", b"")
 
 
-ALPHABET = b"<>/&!?=\"' \t\n\r-.:_;[]xnameobjectbdifcult0123456789\x00\x7f\x80\xc3\xef"
-SNIPPETS = [b"<name>x</name>", b"<name/>", b"<bndbox><xmin>3</xmin></bndbox>", b"<bndbox/>",
-            b"<xmin>5</xmin>", b"<ymax> 7 </ymax>", b"<difficult>1</difficult>",
-            b"<difficult/>", b"<part><name>p</name><bndbox><xmin>1</xmin></bndbox></part>",
-            b"<object><name>o</name></object>", b"<object/>", b"<!-- c -->",
-            b"<![CDATA[z]]>", b"&amp;", b"<?pi?>", b"</object>", b"<object>", b"</bndbox>",
-            b"<b>", b"</b>", b"<x a='1'/>", b"\xc3\xa9", b"  \n\t", b"<annotation/>"]
+ALPHABET = XML_ALPHABET
+SNIPPETS = XML_SNIPPETS
 
 
 def _fuzz(seed, n):
