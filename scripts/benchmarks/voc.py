@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Benchmark deteval's VOC evaluation against the classic py-faster-rcnn `voc_eval` loop.
+"""VOC: deteval against the classic py-faster-rcnn `voc_eval` loop (mode ``voc``).
 
-    python scripts/bench_voc.py [--images 4952] [--dets-per-image 100] [--repeat 3] [--workdir DIR]
+    python scripts/bench.py voc [--images 4952] [--dets-per-image 100] [--repeat 3] [--workdir DIR]
 
 Generates a VOC2007-test-sized case deterministically (VOC XML + devkit-style
 comp4_det_test_<cls>.txt files), then times, as separate processes and including
@@ -9,28 +9,30 @@ XML parsing, over --repeat alternating runs:
 
   deteval (devkit)       python -m deteval voc ... --metric voc07
   deteval (detectron2)   python -m deteval voc ... --metric voc07 --compat detectron2
-  classic voc_eval       python scripts/bench_voc.py --run-classic ...
+  classic voc_eval       python scripts/bench.py --run voc classic ...
 
 and prints median wall time, peak RSS and the mAPs (classic and deteval --compat
 detectron2 should agree to ~1e-12).
 
 The classic implementation alone:
 
-    python scripts/bench_voc.py --run-classic ANNOTATIONS DETECTIONS [--imageset FILE] [--json OUT]
+    python scripts/bench.py --run voc classic ANNOTATIONS DETECTIONS IMAGESET OUT.json
 """
-import argparse
 import glob
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
+
+import runner
+
+MODE = "voc"
 
 VOC_CLASSES = [
     "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
@@ -335,36 +337,13 @@ def run_classic(ann, det_dir, imageset=None, metric="voc07", iou=0.5, classes=No
 
 # ============================================================================ timing harness
 
-def child_env(root):
-    """Environment for the children: a bytecode cache under the workdir.
-
-    Some sandboxes set PYTHONDONTWRITEBYTECODE, which would make every child
-    recompile its Python sources; a user's install has its .pyc files. The first
-    (untimed) run of each command fills the cache.
-    """
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = os.path.join(root, "pycache")
-    return env
-
-
 def timed(cmd, log_path, env=None):
-    """Run cmd as a child; return (wall seconds, peak RSS MiB) of that child alone.
-
-    The child runs in the log's folder, so ``python -m deteval`` imports the installed
-    package, never a source tree in the current directory."""
-    with open(log_path, "wb") as log:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                             cwd=os.path.dirname(os.path.abspath(log_path)))
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode != 0:
-        with open(log_path, errors="replace") as f:
-            tail = f.read()[-3000:]
-        raise RuntimeError(f"command failed ({p.returncode}): {' '.join(cmd)}\n{tail}")
-    return wall, ru.ru_maxrss / 1024.0  # Linux: KiB
+    """Run cmd as a child in the log's folder; return (wall seconds, peak RSS MiB)."""
+    wall, peak, rc, text = runner.run_child(cmd, os.path.dirname(os.path.abspath(log_path)),
+                                            env, log_path)
+    if rc != 0:
+        raise RuntimeError(f"command failed ({rc}): {' '.join(cmd)}\n{text[-3000:]}")
+    return wall, peak
 
 
 def bench(args):
@@ -385,13 +364,14 @@ def bench(args):
             "devkit": [py, "-m", "deteval", "voc", *common, "--json", out["devkit"]],
             "detectron2": [py, "-m", "deteval", "voc", *common, "--compat", "detectron2",
                            "--json", out["detectron2"]],
-            "classic": [py, os.path.abspath(__file__), "--run-classic", *common, "--json", out["classic"]],
+            "classic": runner.runner_cmd(py, MODE, "classic", case["ann_dir"], case["det_dir"],
+                                         case["imageset"], out["classic"]),
         }
         labels = {"devkit": "deteval (devkit)", "detectron2": "deteval (--compat detectron2)",
                   "classic": "classic voc_eval (py-faster-rcnn)"}
         walls = {k: [] for k in cmds}
         rss = {k: [] for k in cmds}
-        env = child_env(root)
+        env = runner.child_env(root)
         for k, cmd in cmds.items():  # untimed warm-up: fills the bytecode cache
             timed(cmd, os.path.join(root, f"log_{k}.txt"), env)
         for r in range(args.repeat):
@@ -444,8 +424,14 @@ def bench(args):
             shutil.rmtree(root, ignore_errors=True)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def _run_classic_child(ann, det_dir, imageset, json_out):
+    run_classic(ann, det_dir, imageset=imageset, metric="voc07", json_out=json_out)
+
+
+RUNNERS = {"classic": _run_classic_child}
+
+
+def add_arguments(ap):
     ap.add_argument("--images", type=int, default=4952)
     ap.add_argument("--dets-per-image", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
@@ -453,26 +439,12 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--generate-only", action="store_true", help="write the case and stop")
-    ap.add_argument("--run-classic", nargs=2, metavar=("ANNOTATIONS", "DETECTIONS"),
-                    help="run the classic voc_eval implementation only")
-    ap.add_argument("--imageset")
-    ap.add_argument("--metric", choices=["voc07", "voc12"], default="voc07")
-    ap.add_argument("--iou", type=float, default=0.5)
-    ap.add_argument("--classes", help="comma-separated class names (default: from the detection files)")
-    ap.add_argument("--json", help="write the classic result here (with --run-classic)")
-    args = ap.parse_args(argv)
 
-    if args.run_classic:
-        run_classic(*args.run_classic, imageset=args.imageset, metric=args.metric, iou=args.iou,
-                    classes=args.classes.split(",") if args.classes else None, json_out=args.json)
-        return 0
+
+def run(args):
     if args.generate_only:
         root = args.workdir or tempfile.mkdtemp(prefix="deteval_bench_voc_")
         case = generate(root, args.images, args.dets_per_image, seed=args.seed)
         print(json.dumps(case, indent=1))
         return 0
     return bench(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
