@@ -14,8 +14,8 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .match import (CocoMatches, VocMatches, TP, FP, _segment_starts, ranked_order,
-                    stable_rank_order)
+from .match import TP, FP, CocoMatches, VocMatches
+from .rank import ranked_order, segment_starts, stable_rank_order
 
 __all__ = ["VOC07_GRID_MATLAB", "VOC07_GRID_NUMPY", "COCO_RECALL_THRESHOLDS",
            "COCO_IOU_THRESHOLDS", "voc_curves", "voc07_ap", "voc12_ap", "voc_average_precision",

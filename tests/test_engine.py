@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from deteval.match import candidate_pairs, ranked_order, stable_rank_order
+from deteval.match import candidate_pairs
+from deteval.rank import ranked_order, stable_rank_order
 
 
 @pytest.mark.parametrize("seed", range(30))

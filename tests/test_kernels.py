@@ -20,6 +20,7 @@ import pytest
 import deteval
 import deteval.io.voc as voc
 import deteval.match as match
+import deteval.rank as rank
 from deteval.match import VocMatches
 from deteval.tables import Detections, GroundTruth
 
@@ -219,6 +220,7 @@ def _both(monkeypatch, fn, *args):
     on = fn(*args)
     with monkeypatch.context() as m:
         m.setattr(match, "_kernels", None)
+        m.setattr(rank, "_kernels", None)
         off = fn(*args)
     return on, off
 
@@ -226,20 +228,20 @@ def _both(monkeypatch, fn, *args):
 def check_rankers(monkeypatch, rng, n):
     major = random_major(rng, n)
     scores = random_scores(rng, n)
-    on, off = _both(monkeypatch, match.ranked_order, major, scores)
+    on, off = _both(monkeypatch, rank.ranked_order, major, scores)
     want = lexsort_rank(major, scores)
     assert np.array_equal(on, want) and np.array_equal(off, want)
     assert on.dtype == off.dtype == I64
     for tie in (np.arange(n, dtype=I64) * 2 + 5,  # increasing: one ranked_order
                 rng.integers(-3, 3, n).astype(I64),  # unsorted with duplicates
                 rng.permutation(n).astype(I64)):
-        on, off = _both(monkeypatch, match.stable_rank_order, major, scores, tie)
+        on, off = _both(monkeypatch, rank.stable_rank_order, major, scores, tie)
         want = lexsort_rank(major, scores, tie)
         assert np.array_equal(on, want) and np.array_equal(off, want)
         assert np.asarray(on).dtype.kind == np.asarray(off).dtype.kind == "i"
     # rows already ranked are recognised either way
     order = lexsort_rank(major, scores, tie)
-    on, off = _both(monkeypatch, match.stable_rank_order, major[order], scores[order],
+    on, off = _both(monkeypatch, rank.stable_rank_order, major[order], scores[order],
                     tie[order])
     assert np.array_equal(on, np.arange(n)) and np.array_equal(off, np.arange(n))
 
@@ -372,6 +374,7 @@ def match_both(monkeypatch, gt, det, thr, compat, fot):
     on = match.match_voc(gt, det, thr, compat, fot)
     with monkeypatch.context() as m:
         m.setattr(match, "_kernels", None)
+        m.setattr(rank, "_kernels", None)
         off = match.match_voc(gt, det, thr, compat, fot)
     return on, off
 
@@ -383,7 +386,7 @@ COMPATS = ["devkit", "detectron2"]
 def check_match_case(monkeypatch, rng, **kw):
     gt, det = make_tables(rng, **kw)
     if not kw.get("sparse_images"):  # the kernel answers (no numpy fallback inside)
-        order, _ = match.voc_order(det)
+        order, _ = rank.voc_order(det)
         assert match._voc_outcomes_compiled(gt, det, order, 0.5, "devkit") is not None
     stats = np.zeros(3, dtype=np.int64)
     for thr in THRESHOLDS:
@@ -432,7 +435,7 @@ def test_match_voc_sparse_images(monkeypatch, seed):
     rng = np.random.default_rng(300 + seed)
     gt, det = make_tables(rng, n_det=100, sparse_images=True)
     if len(det):
-        order, _ = match.voc_order(det)
+        order, _ = rank.voc_order(det)
         assert match._voc_outcomes_compiled(gt, det, order, 0.5, "devkit") is None
     for compat in COMPATS:
         on, off = match_both(monkeypatch, gt, det, 0.5, compat, False)
@@ -516,6 +519,7 @@ HAND_DET = [
 def test_match_voc_hand_built(monkeypatch, use_kernels, compat):
     if not use_kernels:
         monkeypatch.setattr(match, "_kernels", None)
+        monkeypatch.setattr(rank, "_kernels", None)
     gt, det = _table(HAND_GT, HAND_DET)
     assert match.iou_voc(det.boxes[3:4], gt.boxes[2:3]).tolist() == [0.5]
     m = match.match_voc(gt, det, 0.5, compat)
@@ -543,7 +547,7 @@ def test_match_voc_hand_built(monkeypatch, use_kernels, compat):
 def test_match_voc_hand_built_kernel_direct():
     """The kernel itself, on the hand-built case: outcomes per ranked position."""
     gt, det = _table(HAND_GT, HAND_DET)
-    order, _ = match.voc_order(det)
+    order, _ = rank.voc_order(det)
     for inclusive, want3 in ((True, 1), (False, 0)):
         res = kernels.voc_match(
             order, det.image_idx, det.class_idx, det.boxes, gt.image_idx, gt.class_idx,
@@ -739,6 +743,7 @@ def test_match_voc_infinite_box_coordinates(monkeypatch):
 
 def _no_c(m):
     m.setattr(match, "_kernels", None)
+    m.setattr(rank, "_kernels", None)
     m.setattr(voc, "_textscan", None)
 
 
@@ -770,6 +775,7 @@ def check_coco_seed(monkeypatch, seed):
     on = deteval.evaluate_coco(copy.deepcopy(case.gt), copy.deepcopy(case.results)).to_dict()
     with monkeypatch.context() as m:
         m.setattr(match, "_kernels", None)
+        m.setattr(rank, "_kernels", None)
         off = deteval.evaluate_coco(copy.deepcopy(case.gt),
                                     copy.deepcopy(case.results)).to_dict()
     assert on == off, case
@@ -811,6 +817,7 @@ def test_evaluate_coco_tied_scores_many_groups(monkeypatch):
     on = deteval.evaluate_coco(copy.deepcopy(gt), copy.deepcopy(results)).to_dict()
     with monkeypatch.context() as m:
         m.setattr(match, "_kernels", None)
+        m.setattr(rank, "_kernels", None)
         off = deteval.evaluate_coco(copy.deepcopy(gt), copy.deepcopy(results)).to_dict()
     assert on == off
 
@@ -835,6 +842,7 @@ def test_evaluate_coco_custom_params_same_with_and_without_kernels(monkeypatch, 
     on = deteval.evaluate_coco(copy.deepcopy(case.gt), copy.deepcopy(case.results), **kw)
     with monkeypatch.context() as m:
         m.setattr(match, "_kernels", None)
+        m.setattr(rank, "_kernels", None)
         off = deteval.evaluate_coco(copy.deepcopy(case.gt), copy.deepcopy(case.results), **kw)
     assert on.to_dict() == off.to_dict(), case
 
@@ -851,6 +859,7 @@ def test_match_coco_records_same_with_and_without_kernels(monkeypatch):
         on = match.match_coco(gt, det, thr, areas, 100)
         with monkeypatch.context() as m:
             m.setattr(match, "_kernels", None)
+            m.setattr(rank, "_kernels", None)
             off = match.match_coco(gt, det, thr, areas, 100)
         for f in dataclasses.fields(on):
             a, b = getattr(on, f.name), getattr(off, f.name)
