@@ -1,25 +1,41 @@
-"""AP engine: match records in, curves and average precision out.
+"""AP stage: match records in, curves, average precision and named summary figures out.
 
-Pure functions from arrays to numbers and arrays.
+Pure functions from arrays to numbers and arrays (presentation is :mod:`deteval.report`).
 
-* :func:`voc_curves` / :func:`voc07_ap` / :func:`voc12_ap`: PASCAL VOC.
+* :func:`voc_curves` / :func:`voc07_ap` / :func:`voc12_ap` / :func:`summarize_voc`:
+  PASCAL VOC per-class AP and mAP.
 * :func:`coco_accumulate`: pycocotools' ``accumulate`` for every class, area range,
-  max-detections value and IoU threshold at once.
+  max-detections value and IoU threshold at once; :func:`coco_stat_specs` and
+  :func:`summarize_coco`: its ``summarize``, by name, overall and per class.
 * :func:`precision_recall_at_k`, :func:`average_precision_raw`, :func:`fbeta_score`:
   ranked-list metrics (non-interpolated).
+
+References
+----------
+.. [1] PASCAL VOC devkit (2012), ``VOCevaldet.m`` (cumulative TP/FP, precision, recall) and
+   ``VOCap.m`` (area under the monotone precision envelope); the VOC2007 11-point rule in
+   ``VOCevaldet.m``. http://host.robots.ox.ac.uk/pascal/VOC/voc2012/
+.. [2] py-faster-rcnn / detectron2 ``voc_eval.py``: ``voc_ap`` (``use_07_metric``).
+.. [3] pycocotools ``cocoeval.py``: ``COCOeval.accumulate`` (precision at 101 recall
+   points from the right-to-left maximum of precision) and ``COCOeval.summarize``
+   (means of the entries ``> -1``). https://github.com/cocodataset/cocoapi
+.. [4] M. Everingham et al., "The PASCAL Visual Object Classes (VOC) Challenge", IJCV 2010.
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .match import TP, FP, CocoMatches, VocMatches
+from .params import COCO_IOU_THRESHOLDS, COCO_RECALL_THRESHOLDS
 from .rank import ranked_order, segment_starts, stable_rank_order
 
-__all__ = ["VOC07_GRID_MATLAB", "VOC07_GRID_NUMPY", "COCO_RECALL_THRESHOLDS",
-           "COCO_IOU_THRESHOLDS", "voc_curves", "voc07_ap", "voc12_ap", "voc_average_precision",
-           "coco_accumulate", "precision_recall_at_k", "average_precision_raw", "fbeta_score"]
+__all__ = ["VOC07_GRID_MATLAB", "VOC07_GRID_NUMPY", "voc_curves", "voc07_ap", "voc12_ap",
+           "voc_average_precision", "VocSummary", "summarize_voc", "coco_accumulate",
+           "coco_stat_specs", "CocoSummary", "summarize_coco", "precision_recall_at_k",
+           "average_precision_raw", "fbeta_score"]
 
 #: MATLAB's ``0:0.1:1`` (the colon operator fills from both ends: 0.6 and 0.7 are
 #: the doubles nearest 0.6 and 0.7). The official devkit's grid.
@@ -27,12 +43,6 @@ VOC07_GRID_MATLAB = np.array([0.0, 0.1, 0.2, 0.30000000000000004, 0.4, 0.5, 0.6,
                               0.9, 1.0])
 #: ``np.arange(0.0, 1.1, 0.1)`` as py-faster-rcnn / detectron2 ``voc_eval`` uses it.
 VOC07_GRID_NUMPY = np.arange(0.0, 1.1, 0.1)
-#: pycocotools' ``recThrs``: 101 points.
-COCO_RECALL_THRESHOLDS = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1,
-                                     endpoint=True)
-#: pycocotools' ``iouThrs``: 0.5:0.05:0.95.
-COCO_IOU_THRESHOLDS = np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1,
-                                  endpoint=True)
 
 
 # ----------------------------------------------------------------------------- VOC
@@ -130,6 +140,55 @@ def voc_average_precision(recall: np.ndarray, precision: np.ndarray, metric: str
         return voc07_ap(recall, precision,
                         VOC07_GRID_MATLAB if compat == "devkit" else VOC07_GRID_NUMPY)
     return voc12_ap(recall, precision, "sequential" if compat == "devkit" else "pairwise")
+
+
+@dataclass(frozen=True)
+class VocSummary:
+    """Per-class VOC figures from :func:`summarize_voc`.
+
+    Attributes
+    ----------
+    ap : ndarray of float64, shape (K,)
+        NaN for a class without non-difficult ground truth (undefined, left out of mAP).
+    tp, fp, ignored, num_detections : ndarray of int64, shape (K,)
+        Final counts over every ranked detection of the class; ``ignored`` counts the
+        detections whose best ground truth is difficult (``tp + fp + ignored ==
+        num_detections``).
+    num_gt, num_difficult : ndarray of int64, shape (K,)
+    mAP : float or None
+        Mean of the defined ``ap``; None when no class has one.
+    """
+
+    ap: np.ndarray
+    tp: np.ndarray
+    fp: np.ndarray
+    ignored: np.ndarray
+    num_detections: np.ndarray
+    num_gt: np.ndarray
+    num_difficult: np.ndarray
+    mAP: Optional[float]
+
+
+def summarize_voc(matches: VocMatches, metric: str, compat: str) -> VocSummary:
+    """Curves and AP of every class from merged match records, then the mAP.
+
+    ``mAP = mean(ap[k] for k with num_gt[k] > 0)`` (``np.mean``, class order).
+    """
+    curves = voc_curves(matches, compat)
+    K = matches.num_gt.shape[0]
+    ap = np.full(K, np.nan)
+    tp = np.zeros(K, dtype=np.int64)
+    fp = np.zeros(K, dtype=np.int64)
+    for k, (rec, prec, tp_k, fp_k) in enumerate(curves):
+        tp[k], fp[k] = tp_k, fp_k
+        if matches.num_gt[k] > 0:
+            ap[k] = voc_average_precision(rec, prec, metric, compat)
+    num_det = np.bincount(matches.class_idx, minlength=K).astype(np.int64)
+    defined = ap[~np.isnan(ap)]
+    mAP = float(np.mean(defined.tolist())) if defined.size else None
+    return VocSummary(ap=ap, tp=tp, fp=fp, ignored=num_det - tp - fp, num_detections=num_det,
+                      num_gt=matches.num_gt.astype(np.int64),
+                      num_difficult=matches.num_difficult.astype(np.int64), mAP=mAP)
 
 
 # ---------------------------------------------------------------------------- COCO
@@ -261,6 +320,109 @@ def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
             precision[:, :, :, a, m] = prec.transpose(0, 2, 1)
             recall[:, :, a, m] = rec
     return precision, recall
+
+
+_AREA_SUFFIX = {"small": "s", "medium": "m", "large": "l"}
+
+
+def _thr_name(t: float) -> str:
+    v = round(float(t) * 100, 6)
+    return f"AP{int(v)}" if v == int(v) else f"AP{v:g}"
+
+
+def coco_stat_specs(iou_thresholds: np.ndarray, area_names: Sequence[str],
+                    max_dets: Sequence[int], default_thresholds: bool
+                    ) -> List[tuple]:
+    """Named summary figures: ``(name, kind, iou_index or None, area_index, maxdet_index)``.
+
+    AP figures use the largest max-detections value; ``AR{m}`` one per value.
+    With the default thresholds: AP, AP50, AP75 (pycocotools' 12); otherwise AP and
+    one ``AP{100 t}`` per threshold. Area ranges ``small``/``medium``/``large`` are
+    ``APs``/``APm``/``APl``; other names ``AP_<name>``.
+    """
+    all_a = list(area_names).index("all") if "all" in area_names else 0
+    last = len(max_dets) - 1
+    specs = [("AP", "AP", None, all_a, last)]
+    for i, t in enumerate(iou_thresholds):
+        if not default_thresholds or float(t) in (0.5, 0.75):
+            specs.append((_thr_name(t), "AP", i, all_a, last))
+    others = [(a, n) for a, n in enumerate(area_names) if a != all_a]
+    for a, n in others:
+        specs.append(("AP" + _AREA_SUFFIX.get(n, "_" + n), "AP", None, a, last))
+    for m, md in enumerate(max_dets):
+        specs.append((f"AR{md}", "AR", None, all_a, m))
+    for a, n in others:
+        specs.append(("AR" + _AREA_SUFFIX.get(n, "_" + n), "AR", None, a, last))
+    return specs
+
+
+def _mean_defined(values: np.ndarray) -> Optional[float]:
+    v = values[~np.isnan(values)]
+    return float(np.mean(v)) if v.size else None
+
+
+@dataclass(frozen=True)
+class CocoSummary:
+    """pycocotools' ``accumulate`` + ``summarize``, by name (:func:`summarize_coco`).
+
+    Attributes
+    ----------
+    precision : ndarray of float64, shape (T, R, K, A, M)
+        NaN where pycocotools has -1.
+    recall : ndarray of float64, shape (T, K, A, M)
+    stats : dict name -> float or None
+        The named figures of :func:`coco_stat_specs`, None where pycocotools gives -1.
+    per_class : dict name -> list of (float or None), length K
+    """
+
+    precision: np.ndarray
+    recall: np.ndarray
+    stats: Dict[str, Optional[float]]
+    per_class: Dict[str, List[Optional[float]]]
+
+
+def summarize_coco(matches: CocoMatches, iou_thresholds: np.ndarray, area_names: Sequence[str],
+                   max_dets: Sequence[int], rec_thresholds: np.ndarray = COCO_RECALL_THRESHOLDS,
+                   default_thresholds: bool = True) -> CocoSummary:
+    """Accumulate merged records and summarize them by name, overall and per class.
+
+    Each figure is the mean of the defined precision (recall) entries over the
+    selected thresholds, recall points and classes, in pycocotools' array order
+    ``(T, R, K)`` so the floating-point sum is the same.
+    """
+    md = np.asarray(max_dets, dtype=np.int64)
+    precision, recall = coco_accumulate(matches, md, rec_thresholds)
+    specs = coco_stat_specs(iou_thresholds, list(area_names), list(max_dets),
+                            default_thresholds)
+
+    cache = {}
+
+    def cell(kind, a, m):  # contiguous (T, R, K) precision or (T, K) recall of one cell
+        if (kind, a, m) not in cache:
+            src = precision[:, :, :, a, m] if kind == "AP" else recall[:, :, a, m]
+            cache[kind, a, m] = np.ascontiguousarray(src)
+        return cache[kind, a, m]
+
+    def figure(kind, t, a, m):
+        s = cell(kind, a, m)
+        if t is not None:
+            s = s[t:t + 1]
+        return _mean_defined(s.ravel())
+
+    stats = {name: figure(kind, t, a, m) for name, kind, t, a, m in specs}
+    # Per class: a class is absent from a cell as a whole (every entry NaN) or not at
+    # all, so its figure is the plain mean of its row, in (T, R) order; a row-wise
+    # mean over contiguous rows sums each row exactly as a 1-D mean does.
+    K = matches.num_gt.shape[0]
+    per_class = {}
+    for name, kind, t, a, m in specs:
+        s = cell(kind, a, m)
+        if t is not None:
+            s = s[t:t + 1]
+        rows = np.ascontiguousarray(np.moveaxis(s, -1, 0)).reshape(K, -1)
+        means = rows.mean(axis=1) if rows.shape[1] else np.full(K, np.nan)
+        per_class[name] = [None if np.isnan(v) else float(v) for v in means]
+    return CocoSummary(precision=precision, recall=recall, stats=stats, per_class=per_class)
 
 
 # ------------------------------------------------------------------ ranked lists

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from . import __version__
+from . import params
 from .errors import InputError, expected
 
 __all__ = ["main", "write_json_atomic"]
@@ -91,11 +92,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="folder of per-class files <anything>_<class>.txt")
     v.add_argument("--imageset", metavar="FILE", help="image-set file, or a split name (test, "
                    "val) with a year folder; default: every XML file")
-    v.add_argument("--metric", choices=("voc07", "voc12"), default="voc12",
-                   help="voc07: 11-point; voc12: area under the envelope (default)")
-    v.add_argument("--iou", type=float, default=0.5, metavar="T",
-                   help="IoU threshold (default 0.5)")
-    v.add_argument("--compat", choices=("devkit", "detectron2"), default="devkit",
+    v.add_argument("--metric", choices=params.VOC_METRICS, default=params.VOC_DEFAULT_METRIC,
+                   help="voc07: 11-point; voc12: area under the envelope (default "
+                        f"{params.VOC_DEFAULT_METRIC})")
+    v.add_argument("--iou", type=float, default=params.VOC_IOU_THRESHOLD, metavar="T",
+                   help=f"IoU threshold (default {params.VOC_IOU_THRESHOLD:g})")
+    v.add_argument("--compat", choices=params.VOC_COMPATS, default=params.VOC_COMPATS[0],
                    help="devkit: official VOC devkit (default); detectron2: py-faster-rcnn / "
                         "detectron2 voc_eval")
     v.add_argument("--classes", metavar="NAME,...", help="only these classes")
@@ -106,13 +108,17 @@ def _parser() -> argparse.ArgumentParser:
                                    "per-class figures.")
     c.add_argument("ground_truth", metavar="GROUND_TRUTH.json")
     c.add_argument("results", metavar="RESULTS.json")
+    thr = params.COCO_IOU_THRESHOLDS
     c.add_argument("--iou-thresholds", metavar="T,...",
-                   help="IoU thresholds (default 0.50:0.05:0.95)")
+                   help=f"IoU thresholds (default {thr[0]:.2f}:{thr[1] - thr[0]:.2f}:{thr[-1]:.2f})")
     c.add_argument("--area-ranges", metavar="NAME=LO:HI,...",
-                   help="area ranges (default all=0:1e10,small=0:1024,medium=1024:9216,"
-                        "large=9216:1e10)")
-    c.add_argument("--max-dets", metavar="N,...", default="1,10,100",
-                   help="max detections per image and class (default 1,10,100)")
+                   help="area ranges (default " + ",".join(
+                       f"{n}={lo:g}:{hi:g}".replace("e+", "e")
+                       for n, (lo, hi) in params.COCO_AREA_RANGES.items())
+                   + ")")
+    max_dets = ",".join(map(str, params.COCO_MAX_DETS))
+    c.add_argument("--max-dets", metavar="N,...", default=max_dets,
+                   help=f"max detections per image and class (default {max_dets})")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here")
 
     k = sub.add_parser("compare", help="regression gate between two JSON reports",

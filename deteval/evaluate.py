@@ -1,4 +1,10 @@
-"""One-shot evaluation: load, match, accumulate, report."""
+"""One-shot evaluation: each function runs the pipeline's stages by name.
+
+``load`` (:mod:`deteval.io`: files -> columnar tables) -> ``match`` (:mod:`deteval.match`:
+tables -> per-detection match records) -> ``ap`` (:mod:`deteval.ap`: records -> curves,
+AP and named figures) -> ``report`` (:mod:`deteval.report`: figures -> result objects and
+their JSON/table forms).
+"""
 from __future__ import annotations
 
 import os
@@ -6,39 +12,23 @@ from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .ap import COCO_IOU_THRESHOLDS, COCO_RECALL_THRESHOLDS
+from .ap import summarize_coco, summarize_voc
 from .errors import InputError, expected
 from .match import match_coco, match_voc
-from .report import (DEFAULT_AREA_RANGES, CocoReport, VocReport, build_coco_report,
-                     build_voc_report, ground_truth_fingerprint)
+from .params import (COCO_MAX_DETS, COCO_RECALL_THRESHOLDS, VOC_COMPATS, VOC_DEFAULT_METRIC,
+                     VOC_IOU_THRESHOLD, VOC_METRICS, check_choice, check_iou, coco_params)
+from .report import CocoReport, VocReport, coco_report, voc_report
 from .tables import Detections, GroundTruth
 
-__all__ = ["evaluate_voc", "evaluate_coco", "check_choice", "coco_params"]
+__all__ = ["evaluate_voc", "evaluate_coco"]
 
 PathLike = Union[str, os.PathLike]
 
 
-def check_choice(name: str, value, choices: Sequence) -> None:
-    """Raise ``Expected `name` to be one of ... but got ...`` for a bad option."""
-    if value not in choices:
-        raise InputError(f"Expected `{name}` to be one of {', '.join(map(repr, choices))} "
-                         f"but got {value!r}")
-
-
-def _check_iou(name: str, value) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = float("nan")
-    if not (0.0 <= v <= 1.0):
-        raise InputError(expected(name, "a number in [0, 1]", value))
-    return v
-
-
 def evaluate_voc(annotations: Union[PathLike, GroundTruth],
                  detections: Union[PathLike, Detections], *,
-                 imageset: Optional[PathLike] = None, metric: str = "voc12",
-                 iou_threshold: float = 0.5, compat: str = "devkit",
+                 imageset: Optional[PathLike] = None, metric: str = VOC_DEFAULT_METRIC,
+                 iou_threshold: float = VOC_IOU_THRESHOLD, compat: str = "devkit",
                  classes: Optional[Sequence[str]] = None) -> VocReport:
     """Evaluate detections with the PASCAL VOC protocol.
 
@@ -65,9 +55,9 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
     -------
     VocReport
     """
-    check_choice("metric", metric, ("voc07", "voc12"))
-    check_choice("compat", compat, ("devkit", "detectron2"))
-    iou_threshold = _check_iou("iou_threshold", iou_threshold)
+    check_choice("metric", metric, VOC_METRICS)
+    check_choice("compat", compat, VOC_COMPATS)
+    iou_threshold = check_iou("iou_threshold", iou_threshold)
     if classes is not None:
         classes = [str(c).strip() for c in classes]
         if not classes or any(not c for c in classes):
@@ -85,56 +75,20 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
               "imageset": gt.sources.get("imageset"),
               "detections": det.sources.get("detections"),
               "num_images": gt.num_images, "num_detections": len(det),
-              "ground_truth_sha256": ground_truth_fingerprint(gt)}
+              "ground_truth_sha256": gt.fingerprint()}
     unused = det.sources.get("unused_files")
     if unused:
         inputs["unused_detection_files"] = unused
-    return build_voc_report(matches, gt.class_names, metric, compat, iou_threshold,
-                            inputs=inputs, class_notes=notes)
-
-
-def coco_params(iou_thresholds=None, area_ranges=None, max_dets=(1, 10, 100)
-                ) -> Tuple[np.ndarray, Dict[str, Tuple[float, float]], Tuple[int, ...], bool]:
-    """Validate COCO parameters; defaults are pycocotools' (bbox)."""
-    default = iou_thresholds is None
-    if default:
-        thr = COCO_IOU_THRESHOLDS.copy()
-    else:
-        try:
-            thr = np.array([float(t) for t in iou_thresholds], dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(expected("iou_thresholds", "a list of numbers in [0, 1]",
-                                      iou_thresholds)) from None
-        if thr.size == 0 or not np.all((thr >= 0) & (thr <= 1)):
-            raise InputError(expected("iou_thresholds", "a non-empty list of numbers in [0, 1]",
-                                      list(iou_thresholds)))
-        default = thr.shape == COCO_IOU_THRESHOLDS.shape and bool(
-            np.all(thr == COCO_IOU_THRESHOLDS))
-    if area_ranges is None:
-        areas = dict(DEFAULT_AREA_RANGES)
-    else:
-        try:
-            areas = {str(k): (float(v[0]), float(v[1])) for k, v in dict(area_ranges).items()}
-        except (TypeError, ValueError, IndexError):
-            raise InputError(expected("area_ranges", "a mapping name -> (lo, hi)",
-                                      area_ranges)) from None
-        if not areas or any(not (lo <= hi) for lo, hi in areas.values()):
-            raise InputError(expected("area_ranges", "non-empty ranges with lo <= hi",
-                                      area_ranges))
-    try:
-        md = tuple(int(m) for m in max_dets)
-    except (TypeError, ValueError):
-        raise InputError(expected("max_dets", "a list of positive integers", max_dets)) from None
-    if not md or any(m <= 0 for m in md) or list(md) != sorted(set(md)):
-        raise InputError(expected("max_dets", "increasing positive integers", list(max_dets)))
-    return thr, areas, md, default
+    summary = summarize_voc(matches, metric, compat)
+    return voc_report(summary, gt.class_names, metric, compat, iou_threshold,
+                      inputs=inputs, class_notes=notes)
 
 
 def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
                   results: Union[PathLike, list, Detections], *,
                   iou_thresholds: Optional[Iterable[float]] = None,
                   area_ranges: Optional[Dict[str, Tuple[float, float]]] = None,
-                  max_dets: Sequence[int] = (1, 10, 100)) -> CocoReport:
+                  max_dets: Sequence[int] = COCO_MAX_DETS) -> CocoReport:
     """Evaluate detections with the COCO protocol (pycocotools ``COCOeval``, bbox).
 
     Parameters
@@ -171,6 +125,7 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     matches = match_coco(gt, det, thr, area_arr, md[-1])
     inputs = {"ground_truth": gt.sources.get("ground_truth"),
               "results": det.sources.get("results"), "num_images": gt.num_images,
-              "num_detections": len(det), "ground_truth_sha256": ground_truth_fingerprint(gt)}
-    return build_coco_report(matches, gt.class_ids, gt.class_names, thr, areas, md,
-                             COCO_RECALL_THRESHOLDS, default, inputs=inputs)
+              "num_detections": len(det), "ground_truth_sha256": gt.fingerprint()}
+    summary = summarize_coco(matches, thr, list(areas), md, COCO_RECALL_THRESHOLDS, default)
+    return coco_report(summary, gt.class_ids, gt.class_names, thr, areas, md,
+                       COCO_RECALL_THRESHOLDS, inputs=inputs)

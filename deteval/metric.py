@@ -20,13 +20,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from .ap import COCO_RECALL_THRESHOLDS
+from .ap import summarize_coco, summarize_voc
 from .errors import InputError, expected
-from .evaluate import check_choice, coco_params, _check_iou
+from .params import (COCO_MAX_DETS, COCO_RECALL_THRESHOLDS, VOC_COMPATS, check_choice,
+                     check_iou, coco_params)
 from .match import CocoMatches, VocMatches, match_coco, match_voc
-from .report import (CocoReport, VocReport, build_coco_report, build_voc_report,
-                     fingerprint_rows)
-from .tables import Detections, GroundTruth
+from .report import CocoReport, VocReport, coco_report, voc_report
+from .tables import Detections, GroundTruth, fingerprint_rows
 
 __all__ = ["MeanAveragePrecision", "MetricInputError"]
 
@@ -84,12 +84,12 @@ class MeanAveragePrecision:
     def __init__(self, protocol: str = "coco", box_format: str = "xywh", *,
                  class_names: Optional[Union[Mapping[int, str], Sequence[str]]] = None,
                  iou_threshold: float = 0.5, compat: str = "devkit",
-                 iou_thresholds=None, area_ranges=None, max_dets=(1, 10, 100)):
+                 iou_thresholds=None, area_ranges=None, max_dets=COCO_MAX_DETS):
         try:
             check_choice("protocol", protocol, ("coco", "voc07", "voc12"))
             check_choice("box_format", box_format, ("xywh", "xyxy"))
-            check_choice("compat", compat, ("devkit", "detectron2"))
-            self.iou_threshold = _check_iou("iou_threshold", iou_threshold)
+            check_choice("compat", compat, VOC_COMPATS)
+            self.iou_threshold = check_iou("iou_threshold", iou_threshold)
             self.iou_thresholds, self.area_ranges, self.max_dets, self._default_thr = \
                 coco_params(iou_thresholds, area_ranges, max_dets)
         except InputError as exc:
@@ -399,9 +399,10 @@ class MeanAveragePrecision:
             matches = CocoMatches(class_idx=rec_cls, scores=rec["score"],
                                   image_key=rank[rec["image"]], rank=extra["rank"],
                                   matched=matched, ignored=ignored, num_gt=num_gt)
-            return build_coco_report(matches, labels, names, self.iou_thresholds,
-                                     self.area_ranges, self.max_dets, COCO_RECALL_THRESHOLDS,
-                                     self._default_thr, inputs=inputs)
+            summary = summarize_coco(matches, self.iou_thresholds, list(self.area_ranges),
+                                     self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr)
+            return coco_report(summary, labels, names, self.iou_thresholds, self.area_ranges,
+                               self.max_dets, COCO_RECALL_THRESHOLDS, inputs=inputs)
         extra = _concat(self._records, ("position", "outcome"))
         width = int(extra["position"].max()) + 1 if extra["position"].shape[0] else 1
         tie_key = rank[rec["image"]] * width + extra["position"]
@@ -411,8 +412,9 @@ class MeanAveragePrecision:
             outcome=extra["outcome"].astype(np.int8),
             num_gt=np.bincount(gt_cls[~difficult], minlength=K).astype(np.int64),
             num_difficult=np.bincount(gt_cls[difficult], minlength=K).astype(np.int64))
-        return build_voc_report(matches, names, self.protocol, self.compat, self.iou_threshold,
-                                inputs=inputs)
+        summary = summarize_voc(matches, self.protocol, self.compat)
+        return voc_report(summary, names, self.protocol, self.compat, self.iou_threshold,
+                          inputs=inputs)
 
 
 def _concat(chunks: List[dict], keys: Sequence[str]) -> Dict[str, np.ndarray]:

@@ -5,7 +5,6 @@ Nothing here prints; the CLI does. Undefined values are ``None`` in dicts
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
@@ -13,12 +12,9 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from . import __version__
-from .ap import coco_accumulate, voc_average_precision, voc_curves
-from .match import CocoMatches, VocMatches
-from .tables import GroundTruth
+from .ap import CocoSummary, VocSummary
 
-__all__ = ["VocClassResult", "VocReport", "CocoReport", "build_voc_report",
-           "build_coco_report", "coco_stat_specs", "ground_truth_fingerprint"]
+__all__ = ["VocClassResult", "VocReport", "CocoReport", "voc_report", "coco_report"]
 
 
 def _num(x) -> Optional[float]:
@@ -26,51 +22,6 @@ def _num(x) -> Optional[float]:
         return None
     x = float(x)
     return None if math.isnan(x) else x
-
-
-def fingerprint_rows(image_ids, class_keys, boxes, difficult, crowd, area) -> str:
-    """SHA-256 of ground-truth objects, independent of file paths and image order.
-
-    Parameters
-    ----------
-    image_ids : sequence, shape (G,)
-        External image id of each object.
-    class_keys : sequence, shape (G,)
-        Category id (COCO) or class name (VOC) of each object.
-    boxes : ndarray of float64, shape (G, 4)
-    difficult, crowd : ndarray of bool, shape (G,)
-    area : ndarray of float64, shape (G,)
-
-    Objects are hashed in (image id, original order) order, so loading a file and
-    streaming the same images in another order give the same fingerprint.
-    """
-    image_keys = np.asarray(image_ids).astype(str)
-    class_str = np.asarray(class_keys).astype(str)
-    images, image_rank = np.unique(image_keys, return_inverse=True)  # sorted id strings
-    classes, class_rank = np.unique(class_str, return_inverse=True)
-    order = np.argsort(image_rank.reshape(-1), kind="stable")
-    h = hashlib.sha256()
-    for table in (images, classes):
-        h.update("\x1f".join(table.tolist()).encode())
-        h.update(b"\x1e")
-    for arr, dtype in ((image_rank, np.int64), (class_rank, np.int64), (boxes, np.float64),
-                       (difficult, bool), (crowd, bool), (area, np.float64)):
-        rows = np.asarray(arr, dtype=dtype)
-        h.update(np.ascontiguousarray(rows[order] if len(order) else rows).tobytes())
-    return "sha256:" + h.hexdigest()
-
-
-def ground_truth_fingerprint(gt: GroundTruth) -> str:
-    """:func:`fingerprint_rows` of a loaded ground-truth table.
-
-    Two reports are comparable only when they were computed on the same ground truth.
-    """
-    if gt.class_ids is not None:
-        keys = gt.class_ids[gt.class_idx]
-    else:
-        keys = np.array(gt.class_names, dtype=object)[gt.class_idx] if len(gt) else []
-    return fingerprint_rows(gt.image_ids[gt.image_idx], keys, gt.boxes, gt.difficult,
-                            gt.crowd, gt.area)
 
 
 # ----------------------------------------------------------------------------- VOC
@@ -155,75 +106,29 @@ class VocReport:
         return "\n".join(rows)
 
 
-def build_voc_report(matches: VocMatches, class_names: Sequence[str], metric: str,
-                     compat: str, iou_threshold: float, inputs: Optional[dict] = None,
-                     class_notes: Optional[Dict[str, str]] = None) -> VocReport:
-    """Curves and AP of every class from merged match records, then the mAP.
+def voc_report(summary: VocSummary, class_names: Sequence[str], metric: str, compat: str,
+               iou_threshold: float, inputs: Optional[dict] = None,
+               class_notes: Optional[Dict[str, str]] = None) -> VocReport:
+    """The report of a VOC evaluation from its :class:`~deteval.ap.VocSummary`.
 
-    A class without non-difficult GT has AP ``None`` and is left out of the mAP.
+    A class without non-difficult GT has AP ``None`` (and a note saying why).
     """
-    curves = voc_curves(matches, compat)
-    num_det = np.bincount(matches.class_idx, minlength=len(class_names))
     results = []
     for k, name in enumerate(class_names):
-        rec, prec, tp, fp = curves[k]
         note = (class_notes or {}).get(name)
-        if matches.num_gt[k] == 0:
+        ap = float(summary.ap[k])
+        if summary.num_gt[k] == 0:
             ap = None
             note = "no non-difficult ground truth: AP undefined, left out of mAP"
-        else:
-            ap = voc_average_precision(rec, prec, metric, compat)
-        results.append(VocClassResult(name=name, ap=ap, num_gt=int(matches.num_gt[k]),
-                                      num_difficult=int(matches.num_difficult[k]),
-                                      num_detections=int(num_det[k]), tp=tp, fp=fp, note=note))
-    defined = [r.ap for r in results if r.ap is not None]
-    mAP = float(np.mean(defined)) if defined else None
+        results.append(VocClassResult(name=name, ap=ap, num_gt=int(summary.num_gt[k]),
+                                      num_difficult=int(summary.num_difficult[k]),
+                                      num_detections=int(summary.num_detections[k]),
+                                      tp=int(summary.tp[k]), fp=int(summary.fp[k]), note=note))
     return VocReport(metric=metric, compat=compat, iou_threshold=float(iou_threshold),
-                     mAP=mAP, classes=results, inputs=inputs or {})
+                     mAP=summary.mAP, classes=results, inputs=inputs or {})
 
 
 # ---------------------------------------------------------------------------- COCO
-
-_AREA_SUFFIX = {"small": "s", "medium": "m", "large": "l"}
-DEFAULT_AREA_RANGES = {"all": (0.0, 1e5 ** 2), "small": (0.0, 32.0 ** 2),
-                       "medium": (32.0 ** 2, 96.0 ** 2), "large": (96.0 ** 2, 1e5 ** 2)}
-
-
-def _thr_name(t: float) -> str:
-    v = round(float(t) * 100, 6)
-    return f"AP{int(v)}" if v == int(v) else f"AP{v:g}"
-
-
-def coco_stat_specs(iou_thresholds: np.ndarray, area_names: Sequence[str],
-                    max_dets: Sequence[int], default_thresholds: bool
-                    ) -> List[tuple]:
-    """Named summary figures: ``(name, kind, iou_index or None, area_index, maxdet_index)``.
-
-    AP figures use the largest max-detections value; ``AR{m}`` one per value.
-    With the default thresholds: AP, AP50, AP75 (pycocotools' 12); otherwise AP and
-    one ``AP{100 t}`` per threshold. Area ranges ``small``/``medium``/``large`` are
-    ``APs``/``APm``/``APl``; other names ``AP_<name>``.
-    """
-    all_a = list(area_names).index("all") if "all" in area_names else 0
-    last = len(max_dets) - 1
-    specs = [("AP", "AP", None, all_a, last)]
-    for i, t in enumerate(iou_thresholds):
-        if not default_thresholds or float(t) in (0.5, 0.75):
-            specs.append((_thr_name(t), "AP", i, all_a, last))
-    others = [(a, n) for a, n in enumerate(area_names) if a != all_a]
-    for a, n in others:
-        specs.append(("AP" + _AREA_SUFFIX.get(n, "_" + n), "AP", None, a, last))
-    for m, md in enumerate(max_dets):
-        specs.append((f"AR{md}", "AR", None, all_a, m))
-    for a, n in others:
-        specs.append(("AR" + _AREA_SUFFIX.get(n, "_" + n), "AR", None, a, last))
-    return specs
-
-
-def _mean_defined(values: np.ndarray) -> Optional[float]:
-    v = values[~np.isnan(values)]
-    return float(np.mean(v)) if v.size else None
-
 
 @dataclass(frozen=True)
 class CocoReport:
@@ -269,58 +174,20 @@ class CocoReport:
         return "\n".join(lines)
 
 
-def build_coco_report(matches: CocoMatches, class_ids: Sequence[int],
-                      class_names: Sequence[str], iou_thresholds: np.ndarray,
-                      area_ranges: Dict[str, tuple], max_dets: Sequence[int],
-                      rec_thresholds: np.ndarray, default_thresholds: bool,
-                      inputs: Optional[dict] = None) -> CocoReport:
-    """Accumulate merged records and summarize them by name, overall and per class.
-
-    Each figure is the mean of the defined precision (recall) entries over the
-    selected thresholds, recall points and classes, in pycocotools' array order
-    ``(T, R, K)`` so the floating-point sum is the same.
-    """
-    md = np.asarray(max_dets, dtype=np.int64)
-    precision, recall = coco_accumulate(matches, md, rec_thresholds)
-    specs = coco_stat_specs(iou_thresholds, list(area_ranges), list(max_dets),
-                            default_thresholds)
-
-    cache = {}
-
-    def cell(kind, a, m):  # contiguous (T, R, K) precision or (T, K) recall of one cell
-        if (kind, a, m) not in cache:
-            src = precision[:, :, :, a, m] if kind == "AP" else recall[:, :, a, m]
-            cache[kind, a, m] = np.ascontiguousarray(src)
-        return cache[kind, a, m]
-
-    def figure(kind, t, a, m):
-        s = cell(kind, a, m)
-        if t is not None:
-            s = s[t:t + 1]
-        return _mean_defined(s.ravel())
-
-    stats = {name: figure(kind, t, a, m) for name, kind, t, a, m in specs}
-    # Per class: a class is absent from a cell as a whole (every entry NaN) or not at
-    # all, so its figure is the plain mean of its row, in (T, R) order; a row-wise
-    # mean over contiguous rows sums each row exactly as a 1-D mean does.
-    K = len(class_ids)
-    per_class = {}
-    for name, kind, t, a, m in specs:
-        s = cell(kind, a, m)
-        if t is not None:
-            s = s[t:t + 1]
-        rows = np.ascontiguousarray(np.moveaxis(s, -1, 0)).reshape(K, -1)
-        means = rows.mean(axis=1) if rows.shape[1] else np.full(K, np.nan)
-        per_class[name] = [None if np.isnan(v) else float(v) for v in means]
+def coco_report(summary: CocoSummary, class_ids: Sequence[int], class_names: Sequence[str],
+                iou_thresholds: np.ndarray, area_ranges: Dict[str, tuple],
+                max_dets: Sequence[int], rec_thresholds: np.ndarray,
+                inputs: Optional[dict] = None) -> CocoReport:
+    """The report of a COCO evaluation from its :class:`~deteval.ap.CocoSummary`."""
     classes = []
     for k, (cid, cname) in enumerate(zip(class_ids, class_names)):
         row = {"id": int(cid), "name": str(cname)}
-        for name in per_class:
-            row[name] = per_class[name][k]
+        for name, values in summary.per_class.items():
+            row[name] = values[k]
         classes.append(row)
     params = {"iou_thresholds": [float(t) for t in iou_thresholds],
               "area_ranges": {n: [float(lo), float(hi)] for n, (lo, hi) in area_ranges.items()},
               "max_dets": [int(m) for m in max_dets],
               "recall_thresholds": len(rec_thresholds)}
-    return CocoReport(stats=stats, classes=classes, params=params, precision=precision,
-                      recall=recall, inputs=inputs or {})
+    return CocoReport(stats=dict(summary.stats), classes=classes, params=params,
+                      precision=summary.precision, recall=summary.recall, inputs=inputs or {})

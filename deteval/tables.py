@@ -6,12 +6,13 @@ into the id tables ``image_ids`` / ``class_names``.  No per-object dicts.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 import numpy as np
 
-__all__ = ["GroundTruth", "Detections", "BOX_FORMATS"]
+__all__ = ["GroundTruth", "Detections", "BOX_FORMATS", "fingerprint_rows"]
 
 #: ``"xyxy_pixel"``: VOC inclusive pixel corners (width = x2 - x1 + 1);
 #: ``"xywh"``: COCO continuous ``[x, y, w, h]``.
@@ -68,6 +69,12 @@ class GroundTruth:
     def num_classes(self) -> int:
         return len(self.class_names)
 
+    def fingerprint(self) -> str:
+        """SHA-256 of the objects' content (:func:`fingerprint_rows`), independent of file
+        paths and image order: two reports are comparable only when computed on the same
+        ground truth."""
+        return _ground_truth_fingerprint(self)
+
 
 @dataclass(frozen=True)
 class Detections:
@@ -94,3 +101,44 @@ class Detections:
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
+
+
+def fingerprint_rows(image_ids, class_keys, boxes, difficult, crowd, area) -> str:
+    """SHA-256 of ground-truth objects, independent of file paths and image order.
+
+    Parameters
+    ----------
+    image_ids : sequence, shape (G,)
+        External image id of each object.
+    class_keys : sequence, shape (G,)
+        Category id (COCO) or class name (VOC) of each object.
+    boxes : ndarray of float64, shape (G, 4)
+    difficult, crowd : ndarray of bool, shape (G,)
+    area : ndarray of float64, shape (G,)
+
+    Objects are hashed in (image id, original order) order, so loading a file and
+    streaming the same images in another order give the same fingerprint.
+    """
+    image_keys = np.asarray(image_ids).astype(str)
+    class_str = np.asarray(class_keys).astype(str)
+    images, image_rank = np.unique(image_keys, return_inverse=True)  # sorted id strings
+    classes, class_rank = np.unique(class_str, return_inverse=True)
+    order = np.argsort(image_rank.reshape(-1), kind="stable")
+    h = hashlib.sha256()
+    for table in (images, classes):
+        h.update("\x1f".join(table.tolist()).encode())
+        h.update(b"\x1e")
+    for arr, dtype in ((image_rank, np.int64), (class_rank, np.int64), (boxes, np.float64),
+                       (difficult, bool), (crowd, bool), (area, np.float64)):
+        rows = np.asarray(arr, dtype=dtype)
+        h.update(np.ascontiguousarray(rows[order] if len(order) else rows).tobytes())
+    return "sha256:" + h.hexdigest()
+
+
+def _ground_truth_fingerprint(gt: "GroundTruth") -> str:
+    if gt.class_ids is not None:
+        keys = gt.class_ids[gt.class_idx]
+    else:
+        keys = np.array(gt.class_names, dtype=object)[gt.class_idx] if len(gt) else []
+    return fingerprint_rows(gt.image_ids[gt.image_idx], keys, gt.boxes, gt.difficult,
+                            gt.crowd, gt.area)

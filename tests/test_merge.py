@@ -9,11 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deteval.ap import COCO_IOU_THRESHOLDS, COCO_RECALL_THRESHOLDS
+from deteval.ap import summarize_coco, summarize_voc
 from deteval.io import coco as coco_io
 from deteval.io import voc as voc_io
 from deteval.match import CocoMatches, VocMatches, match_coco, match_voc
-from deteval.report import DEFAULT_AREA_RANGES, build_coco_report, build_voc_report
+from deteval.params import COCO_AREA_RANGES as DEFAULT_AREA_RANGES
+from deteval.params import COCO_IOU_THRESHOLDS, COCO_RECALL_THRESHOLDS
+from deteval.report import coco_report, voc_report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -40,13 +42,15 @@ def _image_splits(num_images, seed):
 def test_voc_split_and_merge_equals_one_pass(metric, seed):
     gt = voc_io.load_voc_annotations(FIXTURES / "voc" / "VOC2007", "test")
     det = voc_io.load_voc_detections(FIXTURES / "voc" / "results", gt)
-    one = build_voc_report(match_voc(gt, det), gt.class_names, metric, "devkit", 0.5)
+    one = voc_report(summarize_voc(match_voc(gt, det), metric, "devkit"), gt.class_names, metric,
+                     "devkit", 0.5)
     parts = []
     for images in _image_splits(gt.num_images, seed):
         parts.append(match_voc(_shard(gt, images[gt.image_idx]),
                                _shard(det, images[det.image_idx])))
     merged = VocMatches.concatenate(parts[::-1])  # shard order does not matter either
-    two = build_voc_report(merged, gt.class_names, metric, "devkit", 0.5)
+    two = voc_report(summarize_voc(merged, metric, "devkit"), gt.class_names, metric, "devkit",
+                     0.5)
     assert two.mAP == one.mAP
     assert [c.to_dict() for c in two.classes] == [c.to_dict() for c in one.classes]
 
@@ -59,8 +63,10 @@ def test_coco_split_and_merge_equals_one_pass(seed):
     md = (1, 10, 100)
 
     def report(matches):
-        return build_coco_report(matches, gt.class_ids, gt.class_names, COCO_IOU_THRESHOLDS,
-                                 DEFAULT_AREA_RANGES, md, COCO_RECALL_THRESHOLDS, True)
+        summary = summarize_coco(matches, COCO_IOU_THRESHOLDS, list(DEFAULT_AREA_RANGES), md,
+                                 COCO_RECALL_THRESHOLDS, True)
+        return coco_report(summary, gt.class_ids, gt.class_names, COCO_IOU_THRESHOLDS,
+                           DEFAULT_AREA_RANGES, md, COCO_RECALL_THRESHOLDS)
 
     one = report(match_coco(gt, det, COCO_IOU_THRESHOLDS, areas, md[-1]))
     parts = [match_coco(_shard(gt, images[gt.image_idx]), _shard(det, images[det.image_idx]),
