@@ -29,8 +29,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .match import TP, FP, CocoMatches, VocMatches
-from .params import COCO_IOU_THRESHOLDS, COCO_RECALL_THRESHOLDS
-from .rank import ranked_order, segment_starts, stable_rank_order
+from .params import COCO_RECALL_THRESHOLDS
+from .rank import ranked_order, stable_rank_order
 
 __all__ = ["VOC07_GRID_MATLAB", "VOC07_GRID_NUMPY", "voc_curves", "voc07_ap", "voc12_ap",
            "voc_average_precision", "VocSummary", "summarize_voc", "coco_accumulate",

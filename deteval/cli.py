@@ -150,8 +150,8 @@ def _run(args) -> int:
         report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
                                area_ranges=areas, max_dets=_int_list(args.max_dets, "--max-dets"))
     else:
-        from .compare import compare_files
-        result = compare_files(args.baseline, args.candidate, max_drop=args.max_drop,
+        from .compare import compare_reports
+        result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,
                                metrics=args.metrics.split(",") if args.metrics else None,
                                per_class=args.per_class)
         print(result.format_table())

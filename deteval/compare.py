@@ -7,15 +7,15 @@ with the same protocol and parameters. A figure *regressed* when
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Union
 
+from ._values import number_or_none
 from .errors import InputError, expected
 
-__all__ = ["ComparisonRow", "Comparison", "compare_reports", "compare_files", "load_report"]
+__all__ = ["ComparisonRow", "Comparison", "compare_reports", "load_report"]
 
 ReportLike = Union[str, os.PathLike, dict, Any]
 
@@ -145,15 +145,8 @@ def _check_comparable(base: dict, cand: dict) -> None:
         differ("ground truth (inputs.ground_truth_sha256)", fb, fc)
 
 
-def _value(v) -> Optional[float]:
-    if v is None:
-        return None
-    v = float(v)
-    return None if math.isnan(v) else v
-
-
 def _row(name: str, b, c, max_drop: float) -> ComparisonRow:
-    b, c = _value(b), _value(c)
+    b, c = number_or_none(b), number_or_none(c)
     if b is None or c is None:
         regressed = (b is None) != (c is None)  # a figure appeared or vanished
     else:
@@ -219,8 +212,3 @@ def compare_reports(baseline: ReportLike, candidate: ReportLike, *, max_drop: fl
                 for m in chosen:
                     rows.append(_row(f"{label} {m}", bc.get(m), cc.get(m), max_drop))
     return Comparison(rows=rows, max_drop=max_drop)
-
-
-def compare_files(baseline, candidate, **kwargs) -> Comparison:
-    """:func:`compare_reports` for the CLI (paths)."""
-    return compare_reports(baseline, candidate, **kwargs)

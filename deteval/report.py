@@ -5,23 +5,16 @@ Nothing here prints; the CLI does. Undefined values are ``None`` in dicts
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
 from . import __version__
+from ._values import number_or_none as _num
 from .ap import CocoSummary, VocSummary
 
 __all__ = ["VocClassResult", "VocReport", "CocoReport", "voc_report", "coco_report"]
-
-
-def _num(x) -> Optional[float]:
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
 
 
 # ----------------------------------------------------------------------------- VOC

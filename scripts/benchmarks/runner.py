@@ -8,7 +8,6 @@ same way in the same run.
 """
 import os
 import subprocess
-import sys
 import tempfile
 import time
 
