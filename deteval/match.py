@@ -12,7 +12,21 @@ One engine, two rule sets:
 Both build the (detection, GT) candidate pairs of each (image, class) group with
 array operations (no Python loop per group or per detection). The COCO walk is
 sequential only within a group, so it steps through detection *rank* with all
-groups at once: at most ``max(max_dets)`` vectorised steps.
+groups at once: at most ``max(max_dets)`` vectorised steps. The compiled
+``_kernels.voc_match`` / ``_kernels.coco_match`` run the same walks group by group and
+give the same records; the numpy code here is the reference.
+
+The rules are stated in ``docs/semantics.md``.
+
+References
+----------
+.. [1] PASCAL VOC devkit (2012), ``VOCevaldet.m``: per-detection assignment to the
+   best-overlapping ground truth (``ov >= 0.5``; difficult -> ignored, claimed -> false
+   positive). http://host.robots.ox.ac.uk/pascal/VOC/voc2012/
+.. [2] py-faster-rcnn / detectron2 ``voc_eval.py`` (``ovmax > ovthresh``).
+.. [3] pycocotools ``cocoeval.py``: ``COCOeval.computeIoU`` (``maskUtils.iou`` with the
+   crowd rule) and ``COCOeval.evaluateImg`` (the greedy match per IoU threshold,
+   non-ignored ground truth first). https://github.com/cocodataset/cocoapi
 """
 from __future__ import annotations
 
