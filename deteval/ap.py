@@ -34,7 +34,8 @@ from .rank import ranked_order, stable_rank_order
 
 __all__ = ["VOC07_GRID_MATLAB", "VOC07_GRID_NUMPY", "voc_curves", "voc07_ap", "voc12_ap",
            "voc_average_precision", "VocSummary", "summarize_voc", "coco_accumulate",
-           "coco_stat_specs", "CocoSummary", "summarize_coco", "precision_recall_at_k",
+           "coco_stat_specs", "CocoSummary", "summarize_coco",
+           "summarize_accumulated", "precision_recall_at_k",
            "average_precision_raw", "fbeta_score"]
 
 #: MATLAB's ``0:0.1:1`` (the colon operator fills from both ends: 0.6 and 0.7 are
@@ -384,14 +385,28 @@ class CocoSummary:
 def summarize_coco(matches: CocoMatches, iou_thresholds: np.ndarray, area_names: Sequence[str],
                    max_dets: Sequence[int], rec_thresholds: np.ndarray = COCO_RECALL_THRESHOLDS,
                    default_thresholds: bool = True) -> CocoSummary:
-    """Accumulate merged records and summarize them by name, overall and per class.
+    """:func:`coco_accumulate` the merged records, then :func:`summarize_accumulated`."""
+    md = np.asarray(max_dets, dtype=np.int64)
+    precision, recall = coco_accumulate(matches, md, rec_thresholds)
+    return summarize_accumulated(precision, recall, iou_thresholds, area_names, max_dets,
+                                 default_thresholds)
+
+
+def summarize_accumulated(precision: np.ndarray, recall: np.ndarray, iou_thresholds: np.ndarray,
+                          area_names: Sequence[str], max_dets: Sequence[int],
+                          default_thresholds: bool = True) -> CocoSummary:
+    """pycocotools' ``summarize`` of accumulated arrays, by name, overall and per class.
 
     Each figure is the mean of the defined precision (recall) entries over the
     selected thresholds, recall points and classes, in pycocotools' array order
     ``(T, R, K)`` so the floating-point sum is the same.
+
+    Parameters
+    ----------
+    precision : ndarray of float64, shape (T, R, K, A, M)
+    recall : ndarray of float64, shape (T, K, A, M)
+        As :func:`coco_accumulate` returns them (NaN where undefined).
     """
-    md = np.asarray(max_dets, dtype=np.int64)
-    precision, recall = coco_accumulate(matches, md, rec_thresholds)
     specs = coco_stat_specs(iou_thresholds, list(area_names), list(max_dets),
                             default_thresholds)
 
@@ -413,7 +428,7 @@ def summarize_coco(matches: CocoMatches, iou_thresholds: np.ndarray, area_names:
     # Per class: a class is absent from a cell as a whole (every entry NaN) or not at
     # all, so its figure is the plain mean of its row, in (T, R) order; a row-wise
     # mean over contiguous rows sums each row exactly as a 1-D mean does.
-    K = matches.num_gt.shape[0]
+    K = precision.shape[2]
     per_class = {}
     for name, kind, t, a, m in specs:
         s = cell(kind, a, m)

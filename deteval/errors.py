@@ -34,6 +34,9 @@ class InputError(ValueError):
         parts = [p for p in (self.source, location) if p]
         super().__init__(": ".join(parts + [message]))
 
+    def __reduce__(self):  # pickles whole (errors cross process boundaries on a cluster)
+        return (type(self), (self.message, self.source, self.location))
+
 
 def expected(what: str, wanted: str, found: object) -> str:
     """Format the standard message ``Expected `what` to be WANTED but got FOUND``."""
