@@ -119,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
     max_dets = ",".join(map(str, params.COCO_MAX_DETS))
     c.add_argument("--max-dets", metavar="N,...", default=max_dets,
                    help=f"max detections per image and class (default {max_dets})")
+    c.add_argument("--dask", metavar="ADDRESS",
+                   help="evaluate on a Dask cluster: local:N (N local worker processes) or a "
+                        "scheduler address tcp://host:8786; RESULTS may then be a glob "
+                        "pattern of shards (.json, .jsonl, .parquet). Needs deteval[dask]")
+    c.add_argument("--partitions", type=int, metavar="N",
+                   help="with --dask: image partitions (default twice the workers)")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here")
 
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
@@ -147,8 +153,24 @@ def _run(args) -> int:
         from .evaluate import evaluate_coco
         thr = _float_list(args.iou_thresholds, "--iou-thresholds") if args.iou_thresholds else None
         areas = _area_ranges(args.area_ranges) if args.area_ranges else None
-        report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
-                               area_ranges=areas, max_dets=_int_list(args.max_dets, "--max-dets"))
+        md = _int_list(args.max_dets, "--max-dets")
+        if args.dask:
+            from . import distributed
+            from .io.coco import load_coco_ground_truth
+            gt = load_coco_ground_truth(args.ground_truth)  # bad input fails before the cluster
+            shards = distributed.expand_shards(args.results)
+            client = distributed.connect(args.dask)
+            try:
+                report = distributed.evaluate_coco(
+                    gt, shards, client=client, iou_thresholds=thr,
+                    area_ranges=areas, max_dets=md, partitions=args.partitions)
+            finally:
+                distributed.disconnect(client)
+        else:
+            if args.partitions is not None:
+                raise InputError("Expected `--partitions` only with `--dask` but got it alone")
+            report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
+                                   area_ranges=areas, max_dets=md)
     else:
         from .compare import compare_reports
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,

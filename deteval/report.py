@@ -133,14 +133,18 @@ class CocoReport:
     precision: np.ndarray = field(repr=False)
     recall: np.ndarray = field(repr=False)
     inputs: dict = field(default_factory=dict)
+    engine: Optional[dict] = None  # how it ran, when not in one process (deteval.distributed)
 
     protocol = "coco"
 
     def to_dict(self) -> dict:
         """The stable JSON report (see README)."""
-        return {"deteval_version": __version__, "protocol": "coco", "iou_type": "bbox",
-                "stats": dict(self.stats), "classes": [dict(c) for c in self.classes],
-                "params": dict(self.params), "inputs": dict(self.inputs)}
+        d = {"deteval_version": __version__, "protocol": "coco", "iou_type": "bbox",
+             "stats": dict(self.stats), "classes": [dict(c) for c in self.classes],
+             "params": dict(self.params), "inputs": dict(self.inputs)}
+        if self.engine is not None:
+            d["engine"] = dict(self.engine)
+        return d
 
     def format_table(self) -> str:
         """The named summary figures, then one row per class."""

@@ -7,8 +7,8 @@
     python scripts/bench.py MODE --help
 
 Every mode lives in its own module of ``scripts/benchmarks/`` (found automatically: a module
-that defines ``MODE``, ``add_arguments`` and ``run``) and uses the one harness
-``scripts/benchmarks/runner.py``: each tool runs as its own child process, timed by wall
+that defines ``MODE``, ``add_arguments`` and ``run``; it imports the harness as
+``from benchmarks import runner``) and uses the one harness ``scripts/benchmarks/runner.py``: each tool runs as its own child process, timed by wall
 clock with its peak RSS, and the figures of every tool are checked against each other.
 Without a mode, ``coco`` runs (the options of earlier versions keep working).
 
@@ -22,7 +22,8 @@ import os
 import pkgutil
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "benchmarks"))
+# scripts/ (not scripts/benchmarks/) goes on the path: a mode module named like a package
+# it benchmarks (dask, lvis, torchmetrics) must not shadow that package
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -31,7 +32,7 @@ def modes():
     import benchmarks  # noqa: F401  (scripts/ is on sys.path when run as a script)
     found = {}
     for info in pkgutil.iter_modules(benchmarks.__path__):
-        mod = importlib.import_module(info.name)
+        mod = importlib.import_module(f"benchmarks.{info.name}")
         if all(hasattr(mod, a) for a in ("MODE", "add_arguments", "run")):
             found[mod.MODE] = mod
     return dict(sorted(found.items()))

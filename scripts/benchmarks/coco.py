@@ -13,9 +13,9 @@ RSS and the agreement of the 12 summary figures.
 import os
 import sys
 
-import runner
-from coco_data import ensure_data
-from runner import max_abs_diff
+from benchmarks import runner
+from benchmarks.coco_data import ensure_data
+from benchmarks.runner import max_abs_diff
 
 MODE = "coco"
 

@@ -30,7 +30,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-import runner
+from benchmarks import runner
 
 MODE = "voc"
 
