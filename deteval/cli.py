@@ -101,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="devkit: official VOC devkit (default); detectron2: py-faster-rcnn / "
                         "detectron2 voc_eval")
     v.add_argument("--classes", metavar="NAME,...", help="only these classes")
+    v.add_argument("--dask", metavar="ADDRESS",
+                   help="evaluate on a Dask cluster (local:N or tcp://host:8786); DETECTIONS "
+                        "may then be a glob pattern of shard folders. Needs deteval[dask]")
     v.add_argument("--json", metavar="PATH", help="also write the JSON report here")
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics, bbox)",
@@ -146,9 +149,18 @@ def _run(args) -> int:
         classes = None
         if args.classes is not None:
             classes = [c.strip() for c in args.classes.split(",")]
-        report = evaluate_voc(args.annotations, args.detections, imageset=args.imageset,
-                              metric=args.metric, iou_threshold=args.iou, compat=args.compat,
-                              classes=classes)
+        kw = dict(imageset=args.imageset, metric=args.metric, iou_threshold=args.iou,
+                  compat=args.compat, classes=classes)
+        if args.dask:
+            from . import distributed
+            client = distributed.connect(args.dask)
+            try:
+                report = distributed.evaluate_voc(args.annotations, args.detections,
+                                                  client=client, **kw)
+            finally:
+                distributed.disconnect(client)
+        else:
+            report = evaluate_voc(args.annotations, args.detections, **kw)
     elif args.command == "coco":
         from .evaluate import evaluate_coco
         thr = _float_list(args.iou_thresholds, "--iou-thresholds") if args.iou_thresholds else None

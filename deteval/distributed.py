@@ -26,6 +26,12 @@ worker holds at most one shard, one image partition's records, or one class part
 records at a time; the largest of these bounds worker memory (with skewed classes, the
 class partition holding the most frequent class).
 
+VOC (:func:`evaluate_voc`) shards are detection folders in the devkit layout (one file per
+class each); there every class is matched and scored whole, so one shuffle suffices: each
+shard's rows go to class partitions (``class mod Q``), and a class partition's task matches
+its classes over every image (the detectron2 protocol's ``np.argsort`` over a class's whole
+file needs exactly that) and returns their AP and counts.
+
 Dask is an optional extra: ``pip install 'deteval[dask]'`` (Parquet shards also need
 ``pyarrow``).
 """
@@ -41,7 +47,7 @@ from .errors import InputError, expected
 from .params import COCO_MAX_DETS, COCO_RECALL_THRESHOLDS, coco_params
 from .tables import Detections, GroundTruth
 
-__all__ = ["evaluate_coco", "connect", "disconnect", "expand_shards", "load_shard"]
+__all__ = ["evaluate_coco", "evaluate_voc", "connect", "disconnect", "expand_shards", "load_shard"]
 
 PathLike = Union[str, os.PathLike]
 SHARD_FORMATS = (".json", ".jsonl", ".ndjson", ".parquet")
@@ -387,3 +393,121 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
 def _with_engine(report, engine: dict):
     import dataclasses
     return dataclasses.replace(report, engine=engine)
+
+
+# ------------------------------------------------------------------------------ VOC
+
+def _voc_map_shard(folder: str, shard: int, gt: GroundTruth, class_partitions: int):
+    """Read one shard folder of per-class files; split its rows by class partition."""
+    from .io.voc import load_voc_detections
+    det = load_voc_detections(folder, gt)
+    position = (np.int64(shard) << np.int64(_RECORD_BITS)) + det.order
+    part = det.class_idx % class_partitions
+    out = []
+    for q in range(class_partitions):
+        rows = np.flatnonzero(part == q)
+        out.append({"image_idx": det.image_idx[rows], "class_idx": det.class_idx[rows],
+                    "boxes": det.boxes[rows], "scores": det.scores[rows],
+                    "position": position[rows]})
+    return out, len(det), det.sources.get("missing_files", []), det.sources.get("unused_files",
+                                                                                    [])
+
+
+def _voc_class_partition(q: int, class_partitions: int, gt: GroundTruth, iou_threshold: float,
+                         compat: str, metric: str, *pieces):
+    """Match and score the classes of one partition over every image."""
+    from .ap import summarize_voc
+    from .match import match_voc
+    cols = {k: np.concatenate([pc[k] for pc in pieces]) for k in pieces[0]}
+    order = np.argsort(cols["position"], kind="stable")  # the shards' concatenated files
+    det = Detections(image_idx=cols["image_idx"][order], class_idx=cols["class_idx"][order],
+                     boxes=cols["boxes"][order].reshape(-1, 4), scores=cols["scores"][order],
+                     order=np.arange(order.shape[0], dtype=np.int64))
+    gt_q = _rows(gt, gt.class_idx % class_partitions == q)
+    summary = summarize_voc(match_voc(gt_q, det, iou_threshold, compat), metric, compat)
+    classes = np.arange(q, gt.num_classes, class_partitions)
+    return classes, {f: getattr(summary, f)[classes] for f in
+                     ("ap", "tp", "fp", "ignored", "num_detections", "num_gt", "num_difficult")}
+
+
+def _voc_load_gt(annotations, imageset, classes):
+    from .io.voc import load_voc_annotations
+    return load_voc_annotations(annotations, imageset, classes)
+
+
+def evaluate_voc(annotations: PathLike, shards: Union[PathLike, Sequence[PathLike]], *,
+                 client: Any, imageset: Optional[PathLike] = None, metric: str = "voc12",
+                 iou_threshold: float = 0.5, compat: str = "devkit",
+                 classes: Optional[Sequence[str]] = None,
+                 class_partitions: Optional[int] = None):
+    """:func:`deteval.evaluate_voc` on a Dask cluster, from sharded detection folders.
+
+    ``shards`` are folders (or patterns of folders) in the devkit layout; for each class,
+    the shards' files together are that class's detection file, in shard order (its tie
+    order). Returns the single-process report, bit for bit, plus ``engine``.
+    """
+    _require_dask()
+    import dataclasses
+
+    from .ap import VocSummary
+    from .params import VOC_COMPATS, VOC_METRICS, check_choice, check_iou
+    from .report import voc_report
+    check_choice("metric", metric, VOC_METRICS)
+    check_choice("compat", compat, VOC_COMPATS)
+    iou_threshold = check_iou("iou_threshold", iou_threshold)
+    if classes is not None:
+        classes = [str(c).strip() for c in classes]
+    gt = _voc_load_gt(annotations, imageset, classes)
+    items = [shards] if isinstance(shards, (str, os.PathLike)) else list(shards)
+    folders: List[str] = []
+    for item in items:
+        item = os.fspath(item)
+        found = sorted(glob.glob(item)) if glob.has_magic(item) else [item]
+        if not found:
+            raise InputError("Expected the pattern to match detection folders but it matches "
+                             "nothing", item)
+        for f in found:
+            if not os.path.isdir(f):
+                raise InputError("Expected a detection folder (devkit layout) but it is "
+                                 + ("a file" if os.path.exists(f) else "missing"), f)
+            folders.append(f)
+    if not folders:
+        raise InputError(expected("shards", "at least one detection folder", []))
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    Q = int(class_partitions or max(1, min(2 * workers, gt.num_classes)))
+    gt_f = client.submit(_voc_load_gt, annotations, imageset, classes, pure=False)
+    mapped = [client.submit(_voc_map_shard, f, i, gt_f, Q, pure=False)
+              for i, f in enumerate(folders)]
+    parts = []
+    for q in range(Q):
+        pieces = [client.submit(_take, m, q, pure=False) for m in mapped]
+        parts.append(client.submit(_voc_class_partition, q, Q, gt_f, iou_threshold, compat,
+                                   metric, *pieces, pure=False))
+    K = gt.num_classes
+    cols = {"ap": np.full(K, np.nan)}
+    for f in ("tp", "fp", "ignored", "num_detections", "num_gt", "num_difficult"):
+        cols[f] = np.zeros(K, dtype=np.int64)
+    for fut in parts:
+        cls, values = fut.result()
+        for f, v in values.items():
+            cols[f][cls] = v
+    meta = client.gather(mapped)
+    missing = set(gt.class_names)
+    unused: List[str] = []
+    for _, _, miss, unu in meta:
+        missing &= set(miss)
+        unused += [u for u in unu if u not in unused]
+    defined = cols["ap"][~np.isnan(cols["ap"])]
+    summary = VocSummary(mAP=float(np.mean(defined.tolist())) if defined.size else None, **cols)
+    notes = {c: "no detection file: 0 detections, AP 0" for c in gt.class_names if c in missing}
+    inputs = {"annotations": gt.sources.get("annotations"), "imageset": gt.sources.get("imageset"),
+              "detections": folders, "num_images": gt.num_images,
+              "num_detections": int(sum(m[1] for m in meta)),
+              "ground_truth_sha256": gt.fingerprint()}
+    if unused:
+        inputs["unused_detection_files"] = unused
+    report = voc_report(summary, gt.class_names, metric, compat, iou_threshold, inputs=inputs,
+                        class_notes=notes)
+    return dataclasses.replace(report, engine={"name": "dask", "workers": workers,
+                                               "partitions": 1, "class_partitions": Q,
+                                               "shards": len(folders)})

@@ -49,6 +49,7 @@ class VocReport:
     mAP: Optional[float]
     classes: List[VocClassResult]
     inputs: dict = field(default_factory=dict)
+    engine: Optional[dict] = None  # how it ran, when not in one process (deteval.distributed)
 
     protocol = "voc"
 
@@ -65,7 +66,8 @@ class VocReport:
                 "mAP": _num(self.mAP),
                 "num_classes_in_mAP": sum(c.ap is not None for c in self.classes),
                 "classes": [c.to_dict() for c in self.classes],
-                "inputs": dict(self.inputs)}
+                "inputs": dict(self.inputs),
+                **({"engine": dict(self.engine)} if self.engine is not None else {})}
 
     def format_table(self) -> str:
         """A fixed-width table: one row per class, then the mAP."""

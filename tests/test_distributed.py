@@ -200,3 +200,60 @@ def test_cli_local_cluster_and_missing_extra(tmp_path):
                         str(FIXTURE_RES), "--dask", "local:zero"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "local:N" in p.stderr
+
+
+# ------------------------------------------------------------------------------ VOC
+
+VOC_ANN = ROOT / "fixtures" / "voc" / "VOC2007"
+VOC_DET = ROOT / "fixtures" / "voc" / "results"
+
+
+def _voc_shards(tmp_path, n_shards, seed, tie=False):
+    """Split every class file's lines into ``n_shards`` folders (contiguous runs, some
+    empty); with ``tie`` the scores are rounded first (ties across shards)."""
+    rng = np.random.default_rng(seed)
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    folders = [tmp_path / f"shard-{i:02d}" for i in range(n_shards)]
+    for f in folders:
+        f.mkdir()
+    for path in sorted(VOC_DET.glob("*.txt")):
+        lines = path.read_text().splitlines(keepends=True)
+        if tie:
+            lines = [" ".join([p[0], f"{float(p[1]):.1f}", *p[2:]]) + "\n"
+                     for p in (ln.split() for ln in lines)]
+        (whole / path.name).write_text("".join(lines))
+        cuts = np.sort(rng.integers(0, len(lines) + 1, n_shards - 1))
+        for f, part in zip(folders, np.split(np.arange(len(lines)), cuts)):
+            if part.size or rng.random() < 0.5:  # a class may be absent from a shard
+                (f / path.name).write_text("".join(lines[i] for i in part))
+    return whole, folders
+
+
+@pytest.mark.parametrize("compat", ["devkit", "detectron2"])
+@pytest.mark.parametrize("metric", ["voc07", "voc12"])
+def test_voc_shards_equal_single_process(client, tmp_path, compat, metric):
+    whole, folders = _voc_shards(tmp_path, 4, 3, tie=True)
+    kw = dict(imageset="test", metric=metric, compat=compat)
+    one = deteval.evaluate_voc(VOC_ANN, whole, **kw).to_dict()
+    rep = dd.evaluate_voc(VOC_ANN, str(tmp_path / "shard-*"), client=client, **kw).to_dict()
+    assert rep["engine"]["shards"] == 4
+    for d in (one, rep):
+        d.pop("engine", None)
+        d["inputs"].pop("detections")
+    assert rep == one
+
+
+def test_voc_cli_and_missing_shard(tmp_path):
+    whole, folders = _voc_shards(tmp_path, 3, 5)
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, "-m", "deteval", "voc", str(VOC_ANN),
+                        str(tmp_path / "shard-*"), "--imageset", "test", "--dask", "local:2",
+                        "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    one = deteval.evaluate_voc(VOC_ANN, whole, imageset="test").to_dict()
+    assert json.loads(out.read_text())["mAP"] == one["mAP"]
+    with pytest.raises(InputError, match="missing"):
+        from distributed import Client  # noqa: F401
+        dd.evaluate_voc(VOC_ANN, [str(tmp_path / "absent")], client=None)
