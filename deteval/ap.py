@@ -339,9 +339,11 @@ def coco_stat_specs(iou_thresholds: np.ndarray, area_names: Sequence[str],
     AP figures use the largest max-detections value; ``AR{m}`` one per value.
     With the default thresholds: AP, AP50, AP75 (pycocotools' 12); otherwise AP and
     one ``AP{100 t}`` per threshold. Area ranges ``small``/``medium``/``large`` are
-    ``APs``/``APm``/``APl``; other names ``AP_<name>``.
+    ``APs``/``APm``/``APl``; other names ``AP_<name>``. Without an ``all`` range the
+    plain figures (AP, AP50, ..., AR{m}) have area index None: they are undefined, as
+    pycocotools' summary gives -1 for them (never another range's figures).
     """
-    all_a = list(area_names).index("all") if "all" in area_names else 0
+    all_a = list(area_names).index("all") if "all" in area_names else None
     last = len(max_dets) - 1
     specs = [("AP", "AP", None, all_a, last)]
     for i, t in enumerate(iou_thresholds):
@@ -419,6 +421,8 @@ def summarize_accumulated(precision: np.ndarray, recall: np.ndarray, iou_thresho
         return cache[kind, a, m]
 
     def figure(kind, t, a, m):
+        if a is None:  # no such area range: undefined
+            return None
         s = cell(kind, a, m)
         if t is not None:
             s = s[t:t + 1]
@@ -431,6 +435,9 @@ def summarize_accumulated(precision: np.ndarray, recall: np.ndarray, iou_thresho
     K = precision.shape[2]
     per_class = {}
     for name, kind, t, a, m in specs:
+        if a is None:
+            per_class[name] = [None] * K
+            continue
         s = cell(kind, a, m)
         if t is not None:
             s = s[t:t + 1]

@@ -122,6 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     max_dets = ",".join(map(str, params.COCO_MAX_DETS))
     c.add_argument("--max-dets", metavar="N,...", default=max_dets,
                    help=f"max detections per image and class (default {max_dets})")
+    c.add_argument("--class-agnostic", action="store_true",
+                   help="ignore categories when matching (pycocotools useCats=0)")
     c.add_argument("--dask", metavar="ADDRESS",
                    help="evaluate on a Dask cluster: local:N (N local worker processes) or a "
                         "scheduler address tcp://host:8786; RESULTS may then be a glob "
@@ -167,6 +169,9 @@ def _run(args) -> int:
         areas = _area_ranges(args.area_ranges) if args.area_ranges else None
         md = _int_list(args.max_dets, "--max-dets")
         if args.dask:
+            if args.class_agnostic:
+                raise InputError("Expected `--class-agnostic` without `--dask` (not supported "
+                                 "on a cluster yet) but got both")
             from . import distributed
             from .io.coco import load_coco_ground_truth
             gt = load_coco_ground_truth(args.ground_truth)  # bad input fails before the cluster
@@ -182,7 +187,8 @@ def _run(args) -> int:
             if args.partitions is not None:
                 raise InputError("Expected `--partitions` only with `--dask` but got it alone")
             report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
-                                   area_ranges=areas, max_dets=md)
+                                   area_ranges=areas, max_dets=md,
+                                   class_agnostic=args.class_agnostic)
     else:
         from .compare import compare_reports
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,

@@ -18,7 +18,7 @@ from .match import match_coco, match_voc
 from .params import (COCO_MAX_DETS, COCO_RECALL_THRESHOLDS, VOC_COMPATS, VOC_DEFAULT_METRIC,
                      VOC_IOU_THRESHOLD, VOC_METRICS, check_choice, check_iou, coco_params)
 from .report import CocoReport, VocReport, coco_report, voc_report
-from .tables import Detections, GroundTruth
+from .tables import Detections, GroundTruth, merge_classes
 
 __all__ = ["evaluate_voc", "evaluate_coco"]
 
@@ -88,7 +88,8 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
                   results: Union[PathLike, list, Detections], *,
                   iou_thresholds: Optional[Iterable[float]] = None,
                   area_ranges: Optional[Dict[str, Tuple[float, float]]] = None,
-                  max_dets: Sequence[int] = COCO_MAX_DETS) -> CocoReport:
+                  max_dets: Sequence[int] = COCO_MAX_DETS,
+                  class_agnostic: bool = False) -> CocoReport:
     """Evaluate detections with the COCO protocol (pycocotools ``COCOeval``, bbox).
 
     Parameters
@@ -104,6 +105,9 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
         Default all / small / medium / large with pycocotools' bounds.
     max_dets : sequence of int
         Increasing; AP figures use the largest.
+    class_agnostic : bool
+        Ignore categories when matching (pycocotools' ``useCats=0``): the report then has
+        one class row, ``{"id": None, "name": "(all classes)"}``.
 
     Returns
     -------
@@ -122,10 +126,17 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
           else load_coco_ground_truth(ground_truth))
     det = results if isinstance(results, Detections) else load_coco_results(results, gt)
     area_arr = np.array(list(areas.values()), dtype=np.float64).reshape(-1, 2)
-    matches = match_coco(gt, det, thr, area_arr, md[-1])
     inputs = {"ground_truth": gt.sources.get("ground_truth"),
               "results": det.sources.get("results"), "num_images": gt.num_images,
               "num_detections": len(det), "ground_truth_sha256": gt.fingerprint()}
+    class_ids = gt.class_ids
+    if class_agnostic:
+        gt, det = merge_classes(gt, det)
+        class_ids = [None]
+    matches = match_coco(gt, det, thr, area_arr, md[-1])
     summary = summarize_coco(matches, thr, list(areas), md, COCO_RECALL_THRESHOLDS, default)
-    return coco_report(summary, gt.class_ids, gt.class_names, thr, areas, md,
-                       COCO_RECALL_THRESHOLDS, inputs=inputs)
+    report = coco_report(summary, class_ids, gt.class_names, thr, areas, md,
+                         COCO_RECALL_THRESHOLDS, inputs=inputs)
+    if class_agnostic:
+        report.params["class_agnostic"] = True
+    return report

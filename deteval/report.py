@@ -136,6 +136,7 @@ class CocoReport:
     recall: np.ndarray = field(repr=False)
     inputs: dict = field(default_factory=dict)
     engine: Optional[dict] = None  # how it ran, when not in one process (deteval.distributed)
+    notes: List[str] = field(default_factory=list)  # why figures are undefined
 
     protocol = "coco"
 
@@ -144,6 +145,8 @@ class CocoReport:
         d = {"deteval_version": __version__, "protocol": "coco", "iou_type": "bbox",
              "stats": dict(self.stats), "classes": [dict(c) for c in self.classes],
              "params": dict(self.params), "inputs": dict(self.inputs)}
+        if self.notes:
+            d["notes"] = list(self.notes)
         if self.engine is not None:
             d["engine"] = dict(self.engine)
         return d
@@ -165,11 +168,15 @@ class CocoReport:
         lines += ["", head, "-" * len(head)]
         for c in self.classes:
             vals = "  ".join(f"{'-' if c[n] is None else f'{c[n]:.4f}':>7}" for n in per)
-            lines.append(f"{c['id']:>5}  {c['name']:<{width}}  {vals}")
+            cid = "-" if c["id"] is None else c["id"]
+            lines.append(f"{cid:>5}  {c['name']:<{width}}  {vals}")
         if any(c[n] is None for c in self.classes for n in per):
             lines.append("")
             lines.append("- : undefined: no non-crowd ground truth of that class in that area "
                          "range (pycocotools prints -1)")
+        if self.notes:
+            lines.append("")
+            lines += ["note: " + n for n in self.notes]
         return "\n".join(lines)
 
 
@@ -180,7 +187,7 @@ def coco_report(summary: CocoSummary, class_ids: Sequence[int], class_names: Seq
     """The report of a COCO evaluation from its :class:`~deteval.ap.CocoSummary`."""
     classes = []
     for k, (cid, cname) in enumerate(zip(class_ids, class_names)):
-        row = {"id": int(cid), "name": str(cname)}
+        row = {"id": None if cid is None else int(cid), "name": str(cname)}
         for name, values in summary.per_class.items():
             row[name] = values[k]
         classes.append(row)
@@ -188,5 +195,18 @@ def coco_report(summary: CocoSummary, class_ids: Sequence[int], class_names: Seq
               "area_ranges": {n: [float(lo), float(hi)] for n, (lo, hi) in area_ranges.items()},
               "max_dets": [int(m) for m in max_dets],
               "recall_thresholds": len(rec_thresholds)}
+    notes = []
+    if "all" not in area_ranges:
+        plain = [n for n, v in summary.stats.items() if v is None
+                 and not any(n.endswith(sfx) for sfx in _range_suffixes(area_ranges))]
+        notes.append(f"{', '.join(plain)} undefined: they are figures of the `all` area range, "
+                     "and the area ranges have none (pycocotools prints -1); add all=0:1e10 to "
+                     "get them")
     return CocoReport(stats=dict(summary.stats), classes=classes, params=params,
-                      precision=summary.precision, recall=summary.recall, inputs=inputs or {})
+                      precision=summary.precision, recall=summary.recall, inputs=inputs or {},
+                      notes=notes)
+
+
+def _range_suffixes(area_ranges) -> List[str]:
+    short = {"small": "s", "medium": "m", "large": "l"}
+    return [short.get(n, "_" + n) for n in area_ranges]

@@ -12,7 +12,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-__all__ = ["GroundTruth", "Detections", "BOX_FORMATS", "fingerprint_rows"]
+__all__ = ["GroundTruth", "Detections", "BOX_FORMATS", "fingerprint_rows", "merge_classes"]
 
 #: ``"xyxy_pixel"``: VOC inclusive pixel corners (width = x2 - x1 + 1);
 #: ``"xywh"``: COCO continuous ``[x, y, w, h]``.
@@ -142,3 +142,26 @@ def _ground_truth_fingerprint(gt: "GroundTruth") -> str:
         keys = np.array(gt.class_names, dtype=object)[gt.class_idx] if len(gt) else []
     return fingerprint_rows(gt.image_ids[gt.image_idx], keys, gt.boxes, gt.difficult,
                             gt.crowd, gt.area)
+
+
+def merge_classes(gt: GroundTruth, det: Detections) -> Tuple[GroundTruth, Detections]:
+    """The tables with every class merged into one (class-agnostic evaluation).
+
+    pycocotools with ``useCats=0`` gathers an image's objects (and detections) class by
+    class in category order, each class in file order, and that order decides its ties
+    (stable score sorts; the later of equally good ground-truth objects wins). The rows are
+    put in that order — a stable sort by class — and every ``class_idx`` becomes 0.
+    """
+    g = np.argsort(gt.class_idx, kind="stable")
+    d = np.argsort(det.class_idx, kind="stable")
+    merged_gt = GroundTruth(
+        image_idx=gt.image_idx[g], class_idx=np.zeros(g.shape[0], dtype=np.int64),
+        boxes=gt.boxes[g], difficult=gt.difficult[g], crowd=gt.crowd[g], area=gt.area[g],
+        image_ids=gt.image_ids, class_names=("(all classes)",),
+        class_ids=np.array([-1], dtype=np.int64), box_format=gt.box_format,
+        sources=dict(gt.sources))
+    merged_det = Detections(
+        image_idx=det.image_idx[d], class_idx=np.zeros(d.shape[0], dtype=np.int64),
+        boxes=det.boxes[d], scores=det.scores[d], order=np.arange(d.shape[0], dtype=np.int64),
+        sources=dict(det.sources))
+    return merged_gt, merged_det
