@@ -208,8 +208,8 @@ _median = runner.median
 
 
 def bench_scale(args, n_images):
-    d, gt, dt, info = ensure_data(args.workdir, n_images, args.dets_per_image,
-                                  args.seed, not args.no_segm)
+    d, gt, dt, info = runner.in_subprocess(ensure_data, args.workdir, n_images,
+                                           args.dets_per_image, args.seed, not args.no_segm)
     mb = (os.path.getsize(gt) / 2**20, os.path.getsize(dt) / 2**20)
     print(f"\n=== {n_images} images: {info['gt']} GT ({info['gt_per_image_mean']}/img, "
           f"{info['images_no_gt']} empty, {info['images_50plus']} with 50+, max "

@@ -40,6 +40,22 @@ def _run_client(gt, pattern, workers, out):
 RUNNERS = {"client": _run_client}
 
 
+def _prepare(workdir, n, dpi, seed, shards):
+    """(data folder, GT path, concatenated results path, shard folder, info) — run in a
+    child process by :func:`runner.in_subprocess`."""
+    d, gt, dt, info = ensure_data(workdir, n, dpi, seed, False)
+    folder = _write_shards(d, dt, shards, seed)
+    parts = sorted(p for p in os.listdir(folder) if p.endswith(".json"))
+    concat = os.path.join(folder, "all.json")
+    if not os.path.exists(concat):
+        merged = []
+        for p in parts:
+            with open(os.path.join(folder, p), "rb") as f:
+                merged.extend(json.loads(f.read()))
+        runner.dump_json(merged, concat)
+    return d, gt, concat, folder, len(parts), info
+
+
 def _write_shards(d, dt, shards, seed):
     folder = os.path.join(d, f"shards-{shards}")
     done = os.path.join(folder, "done")
@@ -75,20 +91,11 @@ def run(args):
     rows = []
     for n in args.images:
         for dpi in args.dets_per_image:
-            d, gt, dt, info = ensure_data(args.workdir, n, dpi, args.seed, False)
             # the single-process run reads the shards' concatenation (the same tie order)
-            folder = _write_shards(d, dt, args.shards, args.seed)
-            parts = sorted(p for p in os.listdir(folder) if p.endswith(".json"))
-            concat = os.path.join(folder, "all.json")
-            if not os.path.exists(concat):
-                merged = []
-                for p in parts:
-                    with open(os.path.join(folder, p), "rb") as f:
-                        merged.extend(json.loads(f.read()))
-                runner.dump_json(merged, concat)
-                del merged
+            d, gt, concat, folder, n_parts, info = runner.in_subprocess(
+                _prepare, args.workdir, n, dpi, args.seed, args.shards)
             print(f"\n=== {n} images x {dpi} dets/image: {info['dets']} detections in "
-                  f"{len(parts)} shards", flush=True)
+                  f"{n_parts} shards", flush=True)
             note = runner.load_note()
             if note:
                 print(note)

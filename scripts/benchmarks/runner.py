@@ -77,6 +77,17 @@ def run_child(cmd, cwd, env=None, log_path=None):
     return wall, ru.ru_maxrss / 1024.0, rc, text  # Linux: ru_maxrss in KiB
 
 
+def in_subprocess(fn, *args):
+    """``fn(*args)`` in a fresh process (spawned), its return value back.
+
+    Data generation holds gigabytes; done in this process, every child started later
+    would report this process's peak as its own (Linux carries the pre-exec high-water
+    RSS into the child's ``ru_maxrss``). So the harness itself stays small."""
+    import multiprocessing
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(fn, args)
+
+
 def median(v):
     s = sorted(v)
     n = len(s)
