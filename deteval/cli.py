@@ -6,43 +6,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from pathlib import Path
 from typing import List, Optional
 
 from . import __version__
 from . import params
 from .errors import InputError, expected
+from .outfile import STDOUT, write_output
 
-__all__ = ["main", "write_json_atomic"]
+__all__ = ["main", "write_json"]
 
 
-def write_json_atomic(path: str, payload: dict) -> None:
-    """Write JSON to ``path`` via a temporary file and a rename: never half-written."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(expected("--json", "a path in an existing folder", str(target))
-                         + " (no such folder)")
-    for _ in range(100):  # a new file of the usual permissions (0666 minus the umask)
-        tmp = os.path.join(folder, f".deteval-{os.getpid()}-{os.urandom(6).hex()}.json")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 48 random bits
-        raise FileExistsError(tmp)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2, allow_nan=False)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def write_json(path: str, payload: dict) -> None:
+    """The JSON report to ``path`` (``-``: standard output), by :mod:`deteval.outfile`'s
+    rules: never half-written, never replacing a link, a stream or a device."""
+    text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
+    write_output(path, text, what="--json")
 
 
 def _float_list(text: str, what: str) -> List[float]:
@@ -104,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--dask", metavar="ADDRESS",
                    help="evaluate on a Dask cluster (local:N or tcp://host:8786); DETECTIONS "
                         "may then be a glob pattern of shard folders. Needs deteval[dask]")
-    v.add_argument("--json", metavar="PATH", help="also write the JSON report here")
+    v.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics, bbox)",
                        description="COCO bbox evaluation: the 12 standard figures and "
@@ -130,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
                         "pattern of shards (.json, .jsonl, .parquet). Needs deteval[dask]")
     c.add_argument("--partitions", type=int, metavar="N",
                    help="with --dask: image partitions (default twice the workers)")
-    c.add_argument("--json", metavar="PATH", help="also write the JSON report here")
+    c.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
 
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
                        description="Compare two reports; exit 1 if a figure dropped by more "
@@ -197,8 +176,9 @@ def _run(args) -> int:
         print(result.format_table())
         return 0 if result.passed else 1
     if args.json:
-        write_json_atomic(args.json, report.to_dict())
-    print(report.format_table())
+        write_json(args.json, report.to_dict())
+    # with --json -, standard output carries the JSON report alone
+    print(report.format_table(), file=sys.stderr if args.json == STDOUT else sys.stdout)
     return 0
 
 
