@@ -2,15 +2,14 @@ from pathlib import Path
 
 import pytest
 
-# ../shared/reference relative to the repository root (never copied into the repo).
-REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+# Real cases with expected values from the official tools, with their provenance and
+# licences (tests/data/reference/*/SOURCE.md); part of the repository and the sdist.
+REFERENCE_DIR = Path(__file__).resolve().parent / "data" / "reference"
 
 
 @pytest.fixture(scope="session")
 def reference_dir():
-    if not REFERENCE_DIR.is_dir():
-        pytest.skip(f"reference data not found at {REFERENCE_DIR} "
-                    "(expected ../shared/reference next to the repository root)")
+    assert REFERENCE_DIR.is_dir(), f"test data missing: {REFERENCE_DIR}"
     return REFERENCE_DIR
 
 

@@ -1,4 +1,4 @@
-"""deteval.evaluate_coco on the real COCO reference cases in ../shared/reference.
+"""deteval.evaluate_coco on the real COCO reference cases in tests/data/reference.
 
 The data is read in place (never copied into the repo); the expected figures are
 pycocotools 2.0.11's, stored in each case's ``expected_pycocotools.json``.
@@ -14,7 +14,7 @@ import pytest
 import deteval
 from coco_gen import dataset_to_results
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+REFERENCE = Path(__file__).resolve().parent / "data" / "reference"
 TOL = 1e-12
 
 # expected_pycocotools.json names -> deteval's stat names
@@ -37,8 +37,7 @@ TOY10 = "voc_padilla_toy10"
 
 def case_dir(name: str) -> Path:
     d = REFERENCE / name.split("/")[0]
-    if not (d / "expected_pycocotools.json").is_file():
-        pytest.skip(f"reference case {name!r} not found at {d} (shared/reference is not beside the repo)")
+    assert (d / "expected_pycocotools.json").is_file(), f"test data missing: {d}"
     return d
 
 

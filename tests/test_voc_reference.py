@@ -1,4 +1,4 @@
-"""The four VOC reference cases of ../shared/reference, to 1e-12 against expected.json.
+"""The four VOC reference cases of tests/data/reference, to 1e-12 against expected.json.
 
 The reference data is read in place (never copied into the repo) and converted here into
 the devkit layout (VOC XML + per-class ``comp4_det_test_<class>.txt``) under tmp folders.
