@@ -24,6 +24,28 @@ def write_json(path: str, payload: dict) -> None:
     write_output(path, text, what="--json")
 
 
+class _VersionAction(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version_text())
+        parser.exit()
+
+
+def _version_text() -> str:
+    """deteval's version, whether the compiled fast path is in use (and why not), numpy's."""
+    import numpy
+
+    from ._native import status
+    missing = {name: why for name, why in status().items() if why}
+    if not missing:
+        native = "compiled fast path: in use (deteval._textscan, deteval._kernels)"
+    else:
+        native = ("compiled fast path: NOT in use, the pure Python/numpy path runs (same "
+                  "results, slower): " + "; ".join(f"deteval.{n}: {w}" for n, w in
+                                                  missing.items())
+                  + " -- build with `pip install .` or `python setup.py build_ext --inplace`")
+    return f"deteval {__version__}\n{native}\nnumpy {numpy.__version__}"
+
+
 def _float_list(text: str, what: str) -> List[float]:
     try:
         values = [float(t) for t in text.split(",") if t.strip()]
@@ -58,7 +80,8 @@ def _area_ranges(text: str) -> dict:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="deteval", description="Exact, fast PASCAL VOC and COCO "
                                 "evaluation of object detections.")
-    p.add_argument("--version", action="version", version=f"deteval {__version__}")
+    p.add_argument("--version", action=_VersionAction, nargs=0,
+                   help="show the version, whether the compiled fast path is in use, and exit")
     sub = p.add_subparsers(dest="command", metavar="{voc,coco,compare}")
     sub.required = True
 

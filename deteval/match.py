@@ -39,10 +39,7 @@ import numpy as np
 from .rank import group_rank, ranked_order, segment_starts, small_int, voc_order
 from .tables import Detections, GroundTruth
 
-try:  # optional compiled kernels (deteval/_kernels.c); the numpy code here is the reference
-    from . import _kernels
-except ImportError:  # pragma: no cover - built without a C compiler
-    _kernels = None
+from ._native import kernels as _kernels  # None without it: the numpy code is the reference
 
 __all__ = ["candidate_pairs", "iou_voc", "coco_pair_ious", "VocMatches", "CocoMatches",
            "match_voc", "match_coco", "concatenate_records", "TP", "FP", "IGNORED"]

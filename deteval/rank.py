@@ -22,10 +22,7 @@ import numpy as np
 
 from .tables import Detections
 
-try:  # optional compiled kernels (deteval/_kernels.c); the numpy code here is the reference
-    from . import _kernels
-except ImportError:  # pragma: no cover - built without a C compiler
-    _kernels = None
+from ._native import kernels as _kernels  # None without it: the numpy code is the reference
 
 __all__ = ["ranked_order", "stable_rank_order", "voc_order", "group_rank", "segment_starts",
            "small_int"]

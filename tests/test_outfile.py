@@ -142,3 +142,24 @@ def test_cli_failed_evaluation_leaves_existing_report_alone(tmp_path):
     assert p.returncode == 2
     assert report.read_text() == "precious"
     assert _no_temp_files(tmp_path)
+
+
+def test_version_reports_the_native_path(tmp_path):
+    import shutil
+    p = run("--version")
+    assert p.returncode == 0
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("deteval ") and lines[-1].startswith("numpy ")
+    from deteval._native import status
+    assert ("in use" in p.stdout) == (not any(status().values()))
+    # a source tree without the built extensions says so, and why
+    shutil.copytree(ROOT / "deteval", tmp_path / "deteval",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "DETEVAL_REQUIRE_NATIVE"}
+    p = subprocess.run([sys.executable, "-m", "deteval", "--version"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and "NOT in use" in p.stdout and "_kernels" in p.stdout
+    env["DETEVAL_REQUIRE_NATIVE"] = "1"
+    p = subprocess.run([sys.executable, "-c", "import deteval.match"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env)
+    assert p.returncode != 0 and "DETEVAL_REQUIRE_NATIVE" in p.stderr

@@ -20,10 +20,7 @@ from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
 from .files import read_input
 
-try:  # optional C scanner (deteval/_textscan.c) for the usual shape of a results file
-    from .. import _textscan
-except ImportError:  # pragma: no cover - built without a C compiler
-    _textscan = None
+from .._native import textscan as _textscan  # None without it: the Python code is the reference
 
 __all__ = ["load_coco_ground_truth", "load_coco_results"]
 

@@ -17,10 +17,7 @@ from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
 from .files import read_input
 
-try:  # optional C scanner (deteval/_textscan.c); the Python parser below is the reference
-    from .. import _textscan
-except ImportError:  # pragma: no cover - built without a C compiler
-    _textscan = None
+from .._native import textscan as _textscan  # None without it: the Python code is the reference
 
 __all__ = ["load_voc_annotations", "load_voc_detections", "read_imageset",
            "resolve_voc_layout"]
