@@ -29,11 +29,12 @@ class VocClassResult:
     tp: int
     fp: int
     note: Optional[str] = None
+    ignored: int = 0  # detections whose best ground truth is difficult: tp + fp + ignored = dets
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "ap": _num(self.ap), "num_gt": self.num_gt,
              "num_difficult": self.num_difficult, "num_detections": self.num_detections,
-             "tp": self.tp, "fp": self.fp}
+             "tp": self.tp, "fp": self.fp, "ignored": self.ignored}
         if self.note:
             d["note"] = self.note
         return d
@@ -73,7 +74,7 @@ class VocReport:
         """A fixed-width table: one row per class, then the mAP."""
         width = max([len("class")] + [len(c.name) for c in self.classes])
         head = (f"{'class':<{width}}  {'AP':>7}  {'GT':>6}  {'diff':>5}  {'dets':>7}  "
-                f"{'TP':>6}  {'FP':>7}")
+                f"{'TP':>6}  {'FP':>7}  {'ignored':>7}")
         rows = [head, "-" * len(head)]
         notes = []
         for c in self.classes:
@@ -83,7 +84,7 @@ class VocReport:
                 notes.append(f"{c.name}: {c.note}")
                 mark = " *"
             rows.append(f"{c.name:<{width}}  {ap:>7}  {c.num_gt:>6}  {c.num_difficult:>5}  "
-                        f"{c.num_detections:>7}  {c.tp:>6}  {c.fp:>7}{mark}")
+                        f"{c.num_detections:>7}  {c.tp:>6}  {c.fp:>7}  {c.ignored:>7}{mark}")
         rows.append("-" * len(head))
         n_in = sum(c.ap is not None for c in self.classes)
         m = "-" if self.mAP is None else f"{self.mAP:.4f}"
@@ -118,7 +119,8 @@ def voc_report(summary: VocSummary, class_names: Sequence[str], metric: str, com
         results.append(VocClassResult(name=name, ap=ap, num_gt=int(summary.num_gt[k]),
                                       num_difficult=int(summary.num_difficult[k]),
                                       num_detections=int(summary.num_detections[k]),
-                                      tp=int(summary.tp[k]), fp=int(summary.fp[k]), note=note))
+                                      tp=int(summary.tp[k]), fp=int(summary.fp[k]), note=note,
+                                      ignored=int(summary.ignored[k])))
     return VocReport(metric=metric, compat=compat, iou_threshold=float(iou_threshold),
                      mAP=summary.mAP, classes=results, inputs=inputs or {})
 

@@ -81,3 +81,19 @@ def test_class_agnostic_cli():
     gt = json.loads(GT.read_text())
     ref = _pycocotools_agnostic(gt, json.loads(RES.read_text()))
     assert f"AP           {ref[0]:.4f}" in p.stdout
+
+
+def test_voc_rows_add_up_with_the_ignored_column():
+    rep = deteval.evaluate_voc(ROOT / "fixtures" / "voc" / "VOC2007",
+                               ROOT / "fixtures" / "voc" / "results", imageset="test").to_dict()
+    assert sum(c["ignored"] for c in rep["classes"]) > 0  # the fixture hits difficult objects
+    for c in rep["classes"]:
+        assert c["tp"] + c["fp"] + c["ignored"] == c["num_detections"], c["name"]
+    p = subprocess.run([sys.executable, "-m", "deteval", "voc", str(ROOT / "fixtures" / "voc" /
+                        "VOC2007"), str(ROOT / "fixtures" / "voc" / "results"), "--imageset",
+                        "test"], cwd=ROOT, capture_output=True, text=True)
+    header = p.stdout.splitlines()[0].split()
+    assert header[-1] == "ignored"
+    bicycle = next(ln.split() for ln in p.stdout.splitlines() if ln.startswith("bicycle"))
+    row = next(c for c in rep["classes"] if c["name"] == "bicycle")
+    assert int(bicycle[-1]) == row["ignored"]
