@@ -128,18 +128,19 @@ def coco_pair_ious(det_xywh: np.ndarray, gt_xywh: np.ndarray, gt_crowd: np.ndarr
     Works column by column and drops pairs without horizontal overlap first, so
     most pairs cost a few operations. Returns the kept ``pair_det, pair_gt, iou``.
     """
-    dx, dy, dw, dh = (np.ascontiguousarray(c) for c in det_xywh.T)
-    gx, gy, gw, gh = (np.ascontiguousarray(c) for c in gt_xywh.T)
-    iw = np.minimum(dw[pair_det] + dx[pair_det], gw[pair_gt] + gx[pair_gt])
-    iw -= np.maximum(dx[pair_det], gx[pair_gt])
-    keep = iw > 0 if lowest > 0 else np.ones(iw.shape, dtype=bool)
-    pd, pg, iw = pair_det[keep], pair_gt[keep], iw[keep]
-    ih = np.minimum(dh[pd] + dy[pd], gh[pg] + gy[pg]) - np.maximum(dy[pd], gy[pg])
-    valid = (iw > 0) & (ih > 0)
-    inter = iw * ih
-    det_area = dw[pd] * dh[pd]
-    union = np.where(gt_crowd[pg], det_area, det_area + gw[pg] * gh[pg] - inter)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # boxes near 1e308 overflow to inf/NaN IoUs, which the rules handle: no warnings
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        dx, dy, dw, dh = (np.ascontiguousarray(c) for c in det_xywh.T)
+        gx, gy, gw, gh = (np.ascontiguousarray(c) for c in gt_xywh.T)
+        iw = np.minimum(dw[pair_det] + dx[pair_det], gw[pair_gt] + gx[pair_gt])
+        iw -= np.maximum(dx[pair_det], gx[pair_gt])
+        keep = iw > 0 if lowest > 0 else np.ones(iw.shape, dtype=bool)
+        pd, pg, iw = pair_det[keep], pair_gt[keep], iw[keep]
+        ih = np.minimum(dh[pd] + dy[pd], gh[pg] + gy[pg]) - np.maximum(dy[pd], gy[pg])
+        valid = (iw > 0) & (ih > 0)
+        inter = iw * ih
+        det_area = dw[pd] * dh[pd]
+        union = np.where(gt_crowd[pg], det_area, det_area + gw[pg] * gh[pg] - inter)
         iou = np.where(valid, inter / np.where(valid, union, 1.0), 0.0)
     keep = iou >= lowest
     return pd[keep], pg[keep], iou[keep]
@@ -372,7 +373,8 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     lo, hi = area_ranges[:, 0], area_ranges[:, 1]
     gt_ignored = gt.crowd[:, None] | (gt.area[:, None] < lo) | (gt.area[:, None] > hi)  # (G, A)
     rec_boxes = np.ascontiguousarray(det.boxes[rec], dtype=np.float64)
-    det_area = rec_boxes[:, 2] * rec_boxes[:, 3]
+    with np.errstate(over="ignore"):  # boxes near 1e308: area inf, no warning
+        det_area = rec_boxes[:, 2] * rec_boxes[:, 3]
     det_outside = (det_area[:, None] < lo) | (det_area[:, None] > hi)  # (N, A)
     AT = A * T
     thr = np.minimum(iou_thresholds, 1 - 1e-10)

@@ -7,6 +7,7 @@ message can name it.
 from __future__ import annotations
 
 import gc
+import math
 import itertools
 import json as _json
 import os
@@ -90,6 +91,9 @@ def _parse_json(data: bytes, path) -> Any:
     try:
         with _no_gc():
             return _json.loads(data)
+    except RecursionError:
+        raise InputError("Expected JSON nested at most a few hundred levels deep but got "
+                         "deeper nesting", path) from None
     except (ValueError, UnicodeDecodeError) as exc:
         where = None
         lineno = getattr(exc, "lineno", None)
@@ -134,12 +138,22 @@ def _where(section: str, i: int, rec: Any) -> str:
     return f"{section}[{i}]" + (f" (id {rid})" if rid is not None and section != "results" else "")
 
 
+_INT64 = (-(2 ** 63), 2 ** 63)
+
+
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    """An integer that fits int64 (ids outside it are errors, never wrapped)."""
+    return isinstance(v, int) and not isinstance(v, bool) and _INT64[0] <= v < _INT64[1]
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+    """A number whose double is finite (an integer too large for a double is not)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:
+        return False
 
 
 def _is_box(v: Any) -> bool:
@@ -152,10 +166,12 @@ def _int_column(records, key, source, section) -> np.ndarray:
         col = np.array(values)
     except (KeyError, TypeError, ValueError):
         raise _record_error(records, key, _is_int, source, section, "an integer") from None
-    if col.shape != (len(records),) or col.dtype.kind not in "iu":
-        if len(records) == 0:
-            return np.zeros(0, dtype=np.int64)
-        raise _record_error(records, key, _is_int, source, section, "an integer")
+    if len(records) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if (col.shape != (len(records),) or col.dtype.kind not in "iu"
+            or (col.dtype.kind == "u" and int(col.max()) >= _INT64[1])):
+        raise _record_error(records, key, _is_int, source, section,
+                            "an integer in [-2^63, 2^63)")
     return col.astype(np.int64, copy=False)
 
 
@@ -235,10 +251,13 @@ def load_coco_ground_truth(source: Source) -> GroundTruth:
         try:
             with _no_gc():
                 fast = _DATASET.decode(raw)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             data = _parse_json(raw, name)  # slow path: names the bad record
         else:
-            return _ground_truth_from_structs(fast, name)
+            try:
+                return _ground_truth_from_structs(fast, name)
+            except OverflowError:  # an id outside int64: the slow path names the record
+                data = _parse_json(raw, name)
     else:
         data = source
     if not isinstance(data, dict):
@@ -367,7 +386,7 @@ def load_coco_results(source: Source, gt: GroundTruth) -> Detections:
                 boxes = np.fromiter(itertools.chain.from_iterable([r.bbox for r in fast]),
                                     np.float64, 4 * n).reshape(n, 4)
                 del fast
-        except (msgspec.DecodeError, msgspec.ValidationError, OverflowError):
+        except (msgspec.DecodeError, msgspec.ValidationError, OverflowError, RecursionError):
             data = _parse_json(raw, name)  # slow path: names the bad record
         else:
             if np.isfinite(scores).all() and np.isfinite(boxes).all() and (

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
-from .files import read_input
+from .files import XML_MAX_BYTES, check_regular_files, quote, read_input
 
 from .._native import textscan as _textscan  # None without it: the Python code is the reference
 
@@ -294,6 +294,7 @@ def _scanned_objects(paths: List[str]):
     accepts them or names the problem.
     """
     n_files = len(paths)
+    check_regular_files(paths, "VOC annotation XML file", XML_MAX_BYTES)
     fast, fallback = _c_scanned(paths)
     slow = np.flatnonzero(fallback)  # files left to lxml (and unreadable ones)
     roots: List[Optional["etree._Element"]] = [None] * n_files
@@ -413,7 +414,8 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
     difficult = np.asarray(all_difficult, dtype=bool)
     keep = class_idx >= 0
     boxes = boxes[keep]
-    area = (boxes[:, 2] - boxes[:, 0] + 1) * (boxes[:, 3] - boxes[:, 1] + 1)
+    with np.errstate(over="ignore", invalid="ignore"):  # boxes near 1e308: area inf, no warning
+        area = (boxes[:, 2] - boxes[:, 0] + 1) * (boxes[:, 3] - boxes[:, 1] + 1)
     return GroundTruth(
         image_idx=image_idx[keep], class_idx=class_idx[keep], boxes=boxes,
         difficult=difficult[keep], crowd=np.zeros(int(keep.sum()), dtype=bool), area=area,
@@ -439,8 +441,8 @@ def find_detection_files(detections: PathLike, class_names: Sequence[str]
     found: Dict[str, Path] = {}
     unused: List[str] = []
     for path in sorted(folder.iterdir()):
-        if not path.name.endswith(".txt") or not path.is_file():
-            continue
+        if not path.name.endswith(".txt") or path.is_dir():
+            continue  # a non-regular .txt (FIFO, device) is refused when it is read
         stem = path.name[:-4]
         cls = next((c for c in by_length if stem.endswith("_" + c) or stem == c), None)
         if cls is None:
@@ -656,6 +658,7 @@ def load_voc_detections(detections: PathLike, gt: GroundTruth) -> Detections:
     """
     files, unused = find_detection_files(detections, gt.class_names)
     present = [(k, files[cls]) for k, cls in enumerate(gt.class_names) if cls in files]
+    check_regular_files([p for _, p in present], "detection file")
     table = _id_table(gt.image_ids)
     scan = getattr(_textscan, "scan_detection_files", None)
     if table is not None and scan is not None:  # one C pass reads and scans every file
@@ -700,8 +703,8 @@ def _detection_parts(present, fast, gt: GroundTruth):
             if (img < 0).any():
                 row = int(np.flatnonzero(img < 0)[0])
                 raise InputError(f"Expected image ids of the image set but got "
-                                 f"{bytes(ids[row]).decode('utf-8', 'replace')!r}, "
-                                 f"which is not in it", path, f"line {line_numbers[row]}")
+                                 f"{quote(bytes(ids[row]))}, which is not in it", path,
+                                 f"line {line_numbers[row]}")
         parts_img.append(img)
         parts_cls.append(np.full(len(img), k, dtype=np.int64))
         parts_val.append(values.reshape(-1, 5))
