@@ -153,7 +153,8 @@ def test_version_reports_the_native_path(tmp_path):
     from deteval._native import status
     assert ("in use" in p.stdout) == (not any(status().values()))
     # a source tree without the built extensions says so, and why
-    shutil.copytree(ROOT / "deteval", tmp_path / "deteval",
+    import deteval
+    shutil.copytree(Path(deteval.__file__).parent, tmp_path / "deteval",
                     ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
     env = {k: v for k, v in os.environ.items() if k != "DETEVAL_REQUIRE_NATIVE"}
     p = subprocess.run([sys.executable, "-m", "deteval", "--version"], cwd=tmp_path,
