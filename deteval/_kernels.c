@@ -613,6 +613,199 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ COCO RLE masks
+ * Column-major run-length masks as COCO stores them: runs alternate background /
+ * foreground, starting with background. References (Python): deteval.masks
+ * decode_rle_string and rle_pair_ious_reference. */
+
+/* rle_decode(strings) -> (counts: bytearray of uint32 runs, lengths: bytearray of int64)
+ * The compressed COCO string format: each count is written as 5-bit groups (chars
+ * '0'+group, bit 0x20 = more groups follow, bit 0x10 of the last group = negative), and
+ * from the third count on it is stored as the difference to the count two places back.
+ * A string with a character outside '0'..'o', a truncated group or a count outside
+ * [0, 2^32) raises ValueError naming the string's position. */
+static PyObject *
+rle_decode(PyObject *self, PyObject *args)
+{
+    PyObject *seq, *fast = NULL, *counts = NULL, *lengths = NULL, *result = NULL;
+    Py_ssize_t n, i, total = 0, cap = 1024;
+    uint32_t *buf = NULL;
+    int64_t *lens = NULL;
+    if (!PyArg_ParseTuple(args, "O:rle_decode", &seq))
+        return NULL;
+    fast = PySequence_Fast(seq, "rle_decode: expected a sequence of bytes");
+    if (!fast)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(fast);
+    buf = PyMem_RawMalloc(cap * sizeof(uint32_t));
+    lens = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
+    if (!buf || !lens) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
+        char *s;
+        Py_ssize_t len, p = 0, m = 0;
+        if (PyBytes_AsStringAndSize(item, &s, &len) < 0)
+            goto done;
+        while (p < len) {
+            int64_t x = 0;
+            int k = 0, more = 1;
+            while (more) {
+                int c;
+                if (p >= len || k > 12) {
+                    PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: truncated count", i);
+                    goto done;
+                }
+                c = (unsigned char)s[p] - 48;
+                if (c < 0 || c > 63) {
+                    PyErr_Format(PyExc_ValueError,
+                                 "rle_decode: string %zd: character %zd is not a count digit", i,
+                                 p);
+                    goto done;
+                }
+                x |= (int64_t)(c & 0x1f) << (5 * k);
+                more = c & 0x20;
+                p++;
+                k++;
+                if (!more && (c & 0x10))
+                    x |= (int64_t)(-1) * ((int64_t)1 << (5 * k));
+            }
+            if (m > 2)
+                x += (int64_t)buf[total + m - 2];
+            if (x < 0 || x > (int64_t)UINT32_MAX) {
+                PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: run %zd is %lld", i, m,
+                             (long long)x);
+                goto done;
+            }
+            if (total + m >= cap) {
+                uint32_t *grown;
+                cap *= 2;
+                grown = PyMem_RawRealloc(buf, cap * sizeof(uint32_t));
+                if (!grown) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                buf = grown;
+            }
+            buf[total + m] = (uint32_t)x;
+            m++;
+        }
+        lens[i] = m;
+        total += m;
+    }
+    counts = PyByteArray_FromStringAndSize((const char *)buf, total * sizeof(uint32_t));
+    lengths = PyByteArray_FromStringAndSize((const char *)lens, n * sizeof(int64_t));
+    if (counts && lengths)
+        result = PyTuple_Pack(2, counts, lengths);
+done:
+    Py_XDECREF(counts);
+    Py_XDECREF(lengths);
+    Py_XDECREF(fast);
+    PyMem_RawFree(buf);
+    PyMem_RawFree(lens);
+    return result;
+}
+
+/* rle_iou(counts, offsets, areas, pair_a, pair_b, crowd_b) -> bytearray of float64
+ * IoU of masks a (detections) and b (ground truth) for each pair, as pycocotools' rleIou:
+ * i = foreground pixels of both, u = of either (of a alone when b is a crowd region);
+ * 0 when i == 0. counts: uint32 runs of every mask, mask j = counts[offsets[j]:offsets[j+1]];
+ * areas: int64 foreground pixels per mask. Masks of a pair cover the same image (the caller
+ * checks sizes). Runs with the GIL held: nothing the caller owns is read unlocked. */
+static PyObject *
+rle_iou(PyObject *self, PyObject *args)
+{
+    PyObject *o[6], *out = NULL;
+    Py_buffer b[6];
+    Py_ssize_t nc = -1, no = -1, na = -1, np_ = -1, np2, np3, p;
+    const uint32_t *cnt;
+    const int64_t *off, *area, *pa, *pb;
+    const uint8_t *crowd;
+    double *iou;
+    int k;
+    memset(b, 0, sizeof b);
+    if (!PyArg_ParseTuple(args, "OOOOOO:rle_iou", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5]))
+        return NULL;
+    if (get_buf(o[0], &b[0], 4, &nc, "counts") < 0 || get_buf(o[1], &b[1], 8, &no, "offsets") < 0)
+        goto done;
+    na = no - 1;
+    if (na < 0) {
+        PyErr_SetString(PyExc_ValueError, "offsets: expected at least one item");
+        goto done;
+    }
+    if (get_buf(o[2], &b[2], 8, &na, "areas") < 0 || get_buf(o[3], &b[3], 8, &np_, "pair_a") < 0)
+        goto done;
+    np2 = np_;
+    np3 = np_;
+    if (get_buf(o[4], &b[4], 8, &np2, "pair_b") < 0 || get_buf(o[5], &b[5], 1, &np3, "crowd_b") < 0)
+        goto done;
+    cnt = b[0].buf;
+    off = b[1].buf;
+    area = b[2].buf;
+    pa = b[3].buf;
+    pb = b[4].buf;
+    crowd = b[5].buf;
+    for (p = 0; p < no; p++)
+        if (off[p] < 0 || off[p] > nc || (p && off[p] < off[p - 1])) {
+            PyErr_SetString(PyExc_ValueError, "offsets: not increasing within counts");
+            goto done;
+        }
+    out = PyByteArray_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(double));
+    if (!out)
+        goto done;
+    iou = (double *)PyByteArray_AS_STRING(out);
+    for (p = 0; p < np_; p++) {
+        int64_t a = pa[p], g = pb[p];
+        const uint32_t *ra, *rb;
+        Py_ssize_t ka, kb, ia = 1, ib = 1;
+        uint64_t ca, cb, c, ct = 1, inter = 0, uni = 0;
+        int va = 0, vb = 0;
+        if (a < 0 || a >= na || g < 0 || g >= na) {
+            PyErr_SetString(PyExc_ValueError, "pair index outside the masks");
+            Py_CLEAR(out);
+            goto done;
+        }
+        ra = cnt + off[a];
+        rb = cnt + off[g];
+        ka = off[a + 1] - off[a];
+        kb = off[g + 1] - off[g];
+        ca = ka ? ra[0] : 0;
+        cb = kb ? rb[0] : 0;
+        while (ct > 0) {
+            c = ca < cb ? ca : cb;
+            if (va || vb) {
+                uni += c;
+                if (va && vb)
+                    inter += c;
+            }
+            ct = 0;
+            ca -= c;
+            if (!ca && ia < ka) {
+                ca = ra[ia++];
+                va = !va;
+            }
+            ct += ca;
+            cb -= c;
+            if (!cb && ib < kb) {
+                cb = rb[ib++];
+                vb = !vb;
+            }
+            ct += cb;
+        }
+        if (inter == 0)
+            iou[p] = 0.0;
+        else
+            iou[p] = (double)inter / (double)(crowd[p] ? (uint64_t)area[a] : uni);
+    }
+done:
+    for (k = 0; k < 6; k++)
+        if (b[k].obj)
+            PyBuffer_Release(&b[k]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"rank_order", rank_order, METH_VARARGS,
      "rank_order(major, scores, tie) -> bytearray of int64: np.lexsort((tie, -scores, major))\n"
@@ -624,6 +817,12 @@ static PyMethodDef methods[] = {
     {"coco_match", coco_match, METH_VARARGS,
      "coco_match(rec_group, rec_boxes, gt_group, gt_boxes, gt_crowd, gt_ignored, thresholds,\n"
      "num_groups) -> (matched, matched_ignored) bytearrays of N*A*T uint8, or None."},
+    {"rle_decode", rle_decode, METH_VARARGS,
+     "rle_decode(strings) -> (counts, lengths): compressed COCO RLE strings to uint32 runs\n"
+     "(concatenated) and the number of runs of each."},
+    {"rle_iou", rle_iou, METH_VARARGS,
+     "rle_iou(counts, offsets, areas, pair_a, pair_b, crowd_b) -> bytearray of float64:\n"
+     "pycocotools' rleIou for each (a, b) pair of masks."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

@@ -332,8 +332,8 @@ def _thr_name(t: float) -> str:
 
 
 def coco_stat_specs(iou_thresholds: np.ndarray, area_names: Sequence[str],
-                    max_dets: Sequence[int], default_thresholds: bool
-                    ) -> List[tuple]:
+                    max_dets: Sequence[int], default_thresholds: bool,
+                    iou_type: str = "bbox") -> List[tuple]:
     """Named summary figures: ``(name, kind, iou_index or None, area_index, maxdet_index)``.
 
     AP figures use the largest max-detections value; ``AR{m}`` one per value.
@@ -345,6 +345,17 @@ def coco_stat_specs(iou_thresholds: np.ndarray, area_names: Sequence[str],
     """
     all_a = list(area_names).index("all") if "all" in area_names else None
     last = len(max_dets) - 1
+    if iou_type == "keypoints":  # pycocotools' _summarizeKps: AP and AR alike, at one maxDet
+        specs = []
+        others = [(a, n) for a, n in enumerate(area_names) if a != all_a]
+        for kind in ("AP", "AR"):
+            specs.append((kind, kind, None, all_a, last))
+            for i, t in enumerate(iou_thresholds):
+                if not default_thresholds or float(t) in (0.5, 0.75):
+                    specs.append((kind + _thr_name(t)[2:], kind, i, all_a, last))
+            for a, n in others:
+                specs.append((kind + _AREA_SUFFIX.get(n, "_" + n), kind, None, a, last))
+        return specs
     specs = [("AP", "AP", None, all_a, last)]
     for i, t in enumerate(iou_thresholds):
         if not default_thresholds or float(t) in (0.5, 0.75):
@@ -386,17 +397,18 @@ class CocoSummary:
 
 def summarize_coco(matches: CocoMatches, iou_thresholds: np.ndarray, area_names: Sequence[str],
                    max_dets: Sequence[int], rec_thresholds: np.ndarray = COCO_RECALL_THRESHOLDS,
-                   default_thresholds: bool = True) -> CocoSummary:
+                   default_thresholds: bool = True, iou_type: str = "bbox") -> CocoSummary:
     """:func:`coco_accumulate` the merged records, then :func:`summarize_accumulated`."""
     md = np.asarray(max_dets, dtype=np.int64)
     precision, recall = coco_accumulate(matches, md, rec_thresholds)
     return summarize_accumulated(precision, recall, iou_thresholds, area_names, max_dets,
-                                 default_thresholds)
+                                 default_thresholds, iou_type)
 
 
 def summarize_accumulated(precision: np.ndarray, recall: np.ndarray, iou_thresholds: np.ndarray,
                           area_names: Sequence[str], max_dets: Sequence[int],
-                          default_thresholds: bool = True) -> CocoSummary:
+                          default_thresholds: bool = True, iou_type: str = "bbox"
+                          ) -> CocoSummary:
     """pycocotools' ``summarize`` of accumulated arrays, by name, overall and per class.
 
     Each figure is the mean of the defined precision (recall) entries over the
@@ -410,7 +422,7 @@ def summarize_accumulated(precision: np.ndarray, recall: np.ndarray, iou_thresho
         As :func:`coco_accumulate` returns them (NaN where undefined).
     """
     specs = coco_stat_specs(iou_thresholds, list(area_names), list(max_dets),
-                            default_thresholds)
+                            default_thresholds, iou_type)
 
     cache = {}
 

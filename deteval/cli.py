@@ -108,9 +108,10 @@ def _parser() -> argparse.ArgumentParser:
                         "may then be a glob pattern of shard folders. Needs deteval[dask]")
     v.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
 
-    c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics, bbox)",
-                       description="COCO bbox evaluation: the 12 standard figures and "
-                                   "per-class figures.")
+    c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics: bbox, segm, "
+                                    "keypoints)",
+                       description="COCO evaluation: the standard figures and per-class "
+                                   "figures, as pycocotools COCOeval.")
     c.add_argument("ground_truth", metavar="GROUND_TRUTH.json")
     c.add_argument("results", metavar="RESULTS.json")
     thr = params.COCO_IOU_THRESHOLDS
@@ -122,8 +123,15 @@ def _parser() -> argparse.ArgumentParser:
                        for n, (lo, hi) in params.COCO_AREA_RANGES.items())
                    + ")")
     max_dets = ",".join(map(str, params.COCO_MAX_DETS))
-    c.add_argument("--max-dets", metavar="N,...", default=max_dets,
-                   help=f"max detections per image and class (default {max_dets})")
+    c.add_argument("--max-dets", metavar="N,...",
+                   help=f"max detections per image and class (default {max_dets}; "
+                        f"keypoints {','.join(map(str, params.COCO_KEYPOINT_MAX_DETS))})")
+    c.add_argument("--iou-type", choices=params.COCO_IOU_TYPES, default="bbox",
+                   help="what is matched: bbox (default), segm (masks) or keypoints (OKS), "
+                        "as pycocotools' iouType")
+    c.add_argument("--oks-sigmas", metavar="S,...",
+                   help="keypoints: per-keypoint OKS sigmas (default the 17 COCO person "
+                        "sigmas); their number must equal the keypoint count")
     c.add_argument("--class-agnostic", action="store_true",
                    help="ignore categories when matching (pycocotools useCats=0)")
     c.add_argument("--dask", metavar="ADDRESS",
@@ -169,11 +177,15 @@ def _run(args) -> int:
         from .evaluate import evaluate_coco
         thr = _float_list(args.iou_thresholds, "--iou-thresholds") if args.iou_thresholds else None
         areas = _area_ranges(args.area_ranges) if args.area_ranges else None
-        md = _int_list(args.max_dets, "--max-dets")
+        md = _int_list(args.max_dets, "--max-dets") if args.max_dets else None
+        if args.oks_sigmas and args.iou_type != "keypoints":
+            raise InputError(expected("--oks-sigmas", "given only with --iou-type keypoints",
+                                      args.oks_sigmas))
+        sigmas = _float_list(args.oks_sigmas, "--oks-sigmas") if args.oks_sigmas else None
         if args.dask:
-            if args.class_agnostic:
-                raise InputError("Expected `--class-agnostic` without `--dask` (not supported "
-                                 "on a cluster yet) but got both")
+            if args.class_agnostic or args.iou_type != "bbox":
+                raise InputError("Expected `--dask` with bbox evaluation (--class-agnostic, "
+                                 "segm and keypoints are not supported on a cluster yet)")
             from . import distributed
             from .io.coco import load_coco_ground_truth
             gt = load_coco_ground_truth(args.ground_truth)  # bad input fails before the cluster
@@ -190,7 +202,8 @@ def _run(args) -> int:
                 raise InputError("Expected `--partitions` only with `--dask` but got it alone")
             report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
                                    area_ranges=areas, max_dets=md,
-                                   class_agnostic=args.class_agnostic)
+                                   class_agnostic=args.class_agnostic,
+                                   iou_type=args.iou_type, oks_sigmas=sigmas)
     else:
         from .compare import compare_reports
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,

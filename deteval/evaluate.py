@@ -15,7 +15,7 @@ import numpy as np
 from .ap import summarize_coco, summarize_voc
 from .errors import InputError, expected
 from .match import match_coco, match_voc
-from .params import (COCO_MAX_DETS, COCO_RECALL_THRESHOLDS, VOC_COMPATS, VOC_DEFAULT_METRIC,
+from .params import (COCO_RECALL_THRESHOLDS, VOC_COMPATS, VOC_DEFAULT_METRIC,
                      VOC_IOU_THRESHOLD, VOC_METRICS, check_choice, check_iou, coco_params)
 from .report import CocoReport, VocReport, coco_report, voc_report
 from .tables import Detections, GroundTruth, merge_classes
@@ -88,9 +88,10 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
                   results: Union[PathLike, list, Detections], *,
                   iou_thresholds: Optional[Iterable[float]] = None,
                   area_ranges: Optional[Dict[str, Tuple[float, float]]] = None,
-                  max_dets: Sequence[int] = COCO_MAX_DETS,
-                  class_agnostic: bool = False) -> CocoReport:
-    """Evaluate detections with the COCO protocol (pycocotools ``COCOeval``, bbox).
+                  max_dets: Optional[Sequence[int]] = None,
+                  class_agnostic: bool = False, iou_type: str = "bbox",
+                  oks_sigmas: Optional[Sequence[float]] = None) -> CocoReport:
+    """Evaluate detections with the COCO protocol (pycocotools ``COCOeval``).
 
     Parameters
     ----------
@@ -103,8 +104,16 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
         Default ``0.50:0.05:0.95``.
     area_ranges : dict name -> (lo, hi), optional
         Default all / small / medium / large with pycocotools' bounds.
-    max_dets : sequence of int
-        Increasing; AP figures use the largest.
+    max_dets : sequence of int, optional
+        Increasing; AP figures use the largest. Default ``1, 10, 100`` (keypoints: ``20``).
+    iou_type : {"bbox", "segm", "keypoints"}
+        What is matched: boxes, masks (``segmentation``) or keypoints (OKS), as pycocotools'
+        ``iouType``. Keypoints default to pycocotools' keypoint parameters (max dets 20,
+        area ranges all / medium / large) and report ``AP, AP50, AP75, APm, APl, AR, AR50,
+        AR75, ARm, ARl``.
+    oks_sigmas : sequence of float, optional
+        Per-keypoint sigmas (keypoints); default the 17 COCO person sigmas. Their number
+        must equal the keypoint count.
     class_agnostic : bool
         Ignore categories when matching (pycocotools' ``useCats=0``): the report then has
         one class row, ``{"id": None, "name": "(all classes)"}``.
@@ -120,11 +129,21 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     Matches are recorded by position, so a GT with annotation id 0 can be a true
     positive (pycocotools never counts it).
     """
-    from .io.coco import load_coco_ground_truth, load_coco_results
-    thr, areas, md, default = coco_params(iou_thresholds, area_ranges, max_dets)
+    from .io.coco_geometry import load_ground_truth_geometry, load_results_geometry
+    thr, areas, md, default = coco_params(iou_thresholds, area_ranges, max_dets, iou_type)
+    sigmas = None
+    if iou_type == "keypoints":
+        sigmas = _oks_sigmas(oks_sigmas)
+    elif oks_sigmas is not None:
+        raise InputError(expected("oks_sigmas", "None unless iou_type='keypoints'", oks_sigmas))
+    if class_agnostic and iou_type != "bbox":
+        raise InputError(expected("class_agnostic", "False with segm or keypoints (not "
+                                  "supported yet)", class_agnostic))
     gt = (ground_truth if isinstance(ground_truth, GroundTruth)
-          else load_coco_ground_truth(ground_truth))
-    det = results if isinstance(results, Detections) else load_coco_results(results, gt)
+          else load_ground_truth_geometry(ground_truth, iou_type,
+                                          None if sigmas is None else len(sigmas)))
+    det = (results if isinstance(results, Detections)
+           else load_results_geometry(results, gt, iou_type))
     area_arr = np.array(list(areas.values()), dtype=np.float64).reshape(-1, 2)
     inputs = {"ground_truth": gt.sources.get("ground_truth"),
               "results": det.sources.get("results"), "num_images": gt.num_images,
@@ -133,10 +152,51 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     if class_agnostic:
         gt, det = merge_classes(gt, det)
         class_ids = [None]
-    matches = match_coco(gt, det, thr, area_arr, md[-1])
-    summary = summarize_coco(matches, thr, list(areas), md, COCO_RECALL_THRESHOLDS, default)
+    matches = match_coco(gt, det, thr, area_arr, md[-1], **_geometry(gt, det, iou_type, sigmas))
+    summary = summarize_coco(matches, thr, list(areas), md, COCO_RECALL_THRESHOLDS, default,
+                             iou_type)
     report = coco_report(summary, class_ids, gt.class_names, thr, areas, md,
-                         COCO_RECALL_THRESHOLDS, inputs=inputs)
+                         COCO_RECALL_THRESHOLDS, inputs=inputs, iou_type=iou_type)
     if class_agnostic:
         report.params["class_agnostic"] = True
+    if sigmas is not None:
+        report.params["oks_sigmas"] = [float(v) for v in sigmas]
     return report
+
+
+def _oks_sigmas(oks_sigmas) -> np.ndarray:
+    from .keypoints import COCO_PERSON_SIGMAS
+    if oks_sigmas is None:
+        return COCO_PERSON_SIGMAS.copy()
+    try:
+        sig = np.array([float(v) for v in oks_sigmas], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(expected("oks_sigmas", "a list of positive numbers", oks_sigmas)
+                         ) from None
+    if sig.size == 0 or not np.all(np.isfinite(sig) & (sig > 0)):
+        raise InputError(expected("oks_sigmas", "a non-empty list of positive numbers",
+                                  list(oks_sigmas)))
+    return sig
+
+
+def _geometry(gt: GroundTruth, det: Detections, iou_type: str, sigmas) -> dict:
+    """The IoU step of ``iou_type`` for :func:`match_coco` (masks, OKS; boxes by default)."""
+    if iou_type == "bbox":
+        return {}
+    if iou_type == "segm":
+        from .masks import MaskSet, rle_pair_ious
+        both = MaskSet.concatenate([det.masks, gt.masks])
+        n = len(det)
+
+        def pair_iou(det_rows, gt_rows):
+            return rle_pair_ious(both, det_rows, gt_rows + n, gt.crowd[gt_rows])
+
+        return {"pair_iou": pair_iou, "det_area": det.area}
+    from .keypoints import oks_pairs
+
+    def pair_oks(det_rows, gt_rows):
+        return oks_pairs(det.keypoints, gt.keypoints, gt.boxes, gt.area, det_rows, gt_rows,
+                         sigmas)
+
+    return {"pair_iou": pair_oks, "det_area": det.area,
+            "gt_ignore": gt.crowd | (gt.num_keypoints == 0)}

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -331,7 +331,10 @@ _NOT_IGNORED_BONUS = np.int64(1) << np.int64(62)  # above every IoU's float64 bi
 
 def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
                area_ranges: np.ndarray, max_det: int,
-               image_key: Optional[np.ndarray] = None) -> CocoMatches:
+               image_key: Optional[np.ndarray] = None, *,
+               pair_iou: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None,
+               det_area: Optional[np.ndarray] = None,
+               gt_ignore: Optional[np.ndarray] = None) -> CocoMatches:
     """Match detections to ground truth with pycocotools' ``evaluateImg`` rules.
 
     Parameters
@@ -345,6 +348,15 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
         Detections kept per (image, class) group, highest scores first.
     image_key : ndarray of int64, shape (I,), optional
         Accumulation order of the images; default ascending ``gt.image_ids``.
+    pair_iou : callable, optional
+        ``pair_iou(det_rows, gt_rows) -> iou`` for candidate pairs (rows of ``det`` and
+        ``gt`` in the same image and class): mask IoU (segm) or OKS (keypoints). Default:
+        the box IoU (and the compiled walk).
+    det_area : ndarray of float64, shape (N,), optional
+        The detections' ``area`` for the area-range test; default the box's ``w * h``.
+    gt_ignore : ndarray of bool, shape (G,), optional
+        Ground truth ignored in every area range (default ``gt.crowd``; keypoints add
+        objects without labelled keypoints). Crowd regions stay re-matchable either way.
 
     Notes
     -----
@@ -371,15 +383,20 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     rec_rank = rank[rec]
     gt_group = image_key[gt.image_idx] * K + gt.class_idx
     lo, hi = area_ranges[:, 0], area_ranges[:, 1]
-    gt_ignored = gt.crowd[:, None] | (gt.area[:, None] < lo) | (gt.area[:, None] > hi)  # (G, A)
+    base_ignore = gt.crowd if gt_ignore is None else gt_ignore
+    gt_ignored = base_ignore[:, None] | (gt.area[:, None] < lo) | (gt.area[:, None] > hi)  # (G, A)
     rec_boxes = np.ascontiguousarray(det.boxes[rec], dtype=np.float64)
-    with np.errstate(over="ignore"):  # boxes near 1e308: area inf, no warning
-        det_area = rec_boxes[:, 2] * rec_boxes[:, 3]
-    det_outside = (det_area[:, None] < lo) | (det_area[:, None] > hi)  # (N, A)
+    if det_area is None:
+        with np.errstate(over="ignore"):  # boxes near 1e308: area inf, no warning
+            rec_area = rec_boxes[:, 2] * rec_boxes[:, 3]
+    else:
+        rec_area = np.asarray(det_area, dtype=np.float64)[rec]
+    det_outside = (rec_area[:, None] < lo) | (rec_area[:, None] > hi)  # (N, A)
     AT = A * T
     thr = np.minimum(iou_thresholds, 1 - 1e-10)
     compiled = None
-    if _kernels is not None and n and len(gt) and K and int(image_key.min()) >= 0:
+    if (pair_iou is None and _kernels is not None and n and len(gt) and K
+            and int(image_key.min()) >= 0):
         compiled = _kernels.coco_match(
             np.ascontiguousarray(det_group[rec], dtype=np.int64),
             rec_boxes,
@@ -393,7 +410,7 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
         ignored = np.frombuffer(compiled[1], dtype=bool).reshape(n, AT)
     else:
         matched, ignored = _coco_walk(det, gt, rec, rec_rank, det_group, gt_group,
-                                      gt_ignored, thr, A, T)
+                                      gt_ignored, thr, A, T, pair_iou)
     matched = matched.reshape(n, A, T)
     ignored = ignored.reshape(n, A, T) | (~matched & det_outside[:, :, None])
     gt_ignored = gt_ignored.T
@@ -408,7 +425,7 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
 
 def _coco_walk(det: Detections, gt: GroundTruth, rec: np.ndarray, rec_rank: np.ndarray,
                det_group: np.ndarray, gt_group: np.ndarray, gt_ignored: np.ndarray,
-               thr: np.ndarray, A: int, T: int) -> Tuple[np.ndarray, np.ndarray]:
+               thr: np.ndarray, A: int, T: int, pair_iou=None) -> Tuple[np.ndarray, np.ndarray]:
     """:func:`match_coco`'s walk with numpy: ``(matched, matched_ignored)``, each
     ``(N, A*T)`` bool over the records ``rec``, stepping through rank with every
     (image, class) group at once."""
@@ -416,8 +433,13 @@ def _coco_walk(det: Detections, gt: GroundTruth, rec: np.ndarray, rec_rank: np.n
     loop = np.argsort(small_int(rec_rank), kind="stable")  # record positions, rank-major
     pair_det, pair_gt, _ = candidate_pairs(det_group[rec[loop]], gt_group)
     lowest = float(thr.min()) if T else 1.0
-    pair_det, pair_gt, iou = coco_pair_ious(det.boxes[rec[loop]], gt.boxes, gt.crowd, pair_det,
-                                            pair_gt, lowest)
+    if pair_iou is None:
+        pair_det, pair_gt, iou = coco_pair_ious(det.boxes[rec[loop]], gt.boxes, gt.crowd,
+                                                pair_det, pair_gt, lowest)
+    else:
+        iou = np.asarray(pair_iou(rec[loop][pair_det], pair_gt), dtype=np.float64)
+        keep = iou >= lowest
+        pair_det, pair_gt, iou = pair_det[keep], pair_gt[keep], iou[keep]
     AT = A * T
     thr = np.tile(thr, A)  # (AT,), index a * T + t
     gt_taken = np.zeros((len(gt), AT), dtype=bool)

@@ -21,7 +21,8 @@ import numpy as np
 from .errors import InputError, expected
 
 __all__ = ["COCO_IOU_THRESHOLDS", "COCO_RECALL_THRESHOLDS", "COCO_MAX_DETS",
-           "COCO_AREA_RANGES", "VOC_METRICS", "VOC_COMPATS", "VOC_IOU_THRESHOLD",
+           "COCO_AREA_RANGES", "COCO_KEYPOINT_MAX_DETS", "COCO_KEYPOINT_AREA_RANGES",
+           "COCO_IOU_TYPES", "VOC_METRICS", "VOC_COMPATS", "VOC_IOU_THRESHOLD",
            "check_choice", "check_iou", "coco_params"]
 
 #: pycocotools' ``iouThrs``: 0.5:0.05:0.95.
@@ -35,6 +36,13 @@ COCO_MAX_DETS = (1, 10, 100)
 #: pycocotools' ``areaRng`` under its ``areaRngLbl`` names.
 COCO_AREA_RANGES = {"all": (0.0, 1e5 ** 2), "small": (0.0, 32.0 ** 2),
                     "medium": (32.0 ** 2, 96.0 ** 2), "large": (96.0 ** 2, 1e5 ** 2)}
+
+#: pycocotools' keypoint parameters (``setKpParams``): one max-detections value and no
+#: ``small`` range.
+COCO_KEYPOINT_MAX_DETS = (20,)
+COCO_KEYPOINT_AREA_RANGES = {"all": (0.0, 1e5 ** 2), "medium": (32.0 ** 2, 96.0 ** 2),
+                             "large": (96.0 ** 2, 1e5 ** 2)}
+COCO_IOU_TYPES = ("bbox", "segm", "keypoints")
 
 #: ``voc12``: area under the precision envelope (VOC2010+); ``voc07``: 11-point.
 VOC_METRICS = ("voc07", "voc12")
@@ -64,9 +72,9 @@ def check_iou(name: str, value) -> float:
 
 def coco_params(iou_thresholds: Optional[Iterable[float]] = None,
                 area_ranges: Optional[Dict[str, Tuple[float, float]]] = None,
-                max_dets: Sequence[int] = COCO_MAX_DETS
+                max_dets: Optional[Sequence[int]] = COCO_MAX_DETS, iou_type: str = "bbox"
                 ) -> Tuple[np.ndarray, Dict[str, Tuple[float, float]], Tuple[int, ...], bool]:
-    """Validate COCO parameters; ``None`` means pycocotools' default.
+    """Validate COCO parameters; ``None`` means pycocotools' default for ``iou_type``.
 
     Returns
     -------
@@ -91,8 +99,11 @@ def coco_params(iou_thresholds: Optional[Iterable[float]] = None,
                                       list(iou_thresholds)))
         default = thr.shape == COCO_IOU_THRESHOLDS.shape and bool(
             np.all(thr == COCO_IOU_THRESHOLDS))
+    check_choice("iou_type", iou_type, COCO_IOU_TYPES)
+    if max_dets is None:
+        max_dets = COCO_KEYPOINT_MAX_DETS if iou_type == "keypoints" else COCO_MAX_DETS
     if area_ranges is None:
-        areas = dict(COCO_AREA_RANGES)
+        areas = dict(COCO_KEYPOINT_AREA_RANGES if iou_type == "keypoints" else COCO_AREA_RANGES)
     else:
         try:
             areas = {str(k): (float(v[0]), float(v[1])) for k, v in dict(area_ranges).items()}

@@ -139,12 +139,13 @@ class CocoReport:
     inputs: dict = field(default_factory=dict)
     engine: Optional[dict] = None  # how it ran, when not in one process (deteval.distributed)
     notes: List[str] = field(default_factory=list)  # why figures are undefined
+    iou_type: str = "bbox"
 
     protocol = "coco"
 
     def to_dict(self) -> dict:
         """The stable JSON report (see README)."""
-        d = {"deteval_version": __version__, "protocol": "coco", "iou_type": "bbox",
+        d = {"deteval_version": __version__, "protocol": "coco", "iou_type": self.iou_type,
              "stats": dict(self.stats), "classes": [dict(c) for c in self.classes],
              "params": dict(self.params), "inputs": dict(self.inputs)}
         if self.notes:
@@ -159,11 +160,12 @@ class CocoReport:
         p = self.params
         thr = p.get("iou_thresholds", [])
         span = (f"{thr[0]:.2f}:{thr[-1]:.2f}" if len(thr) > 1 else f"{thr[0]:.2f}") if thr else ""
-        lines = [f"COCO bbox  (IoU {span}, max dets {','.join(map(str, p.get('max_dets', [])))})"]
+        lines = [f"COCO {self.iou_type}  ({'OKS' if self.iou_type == 'keypoints' else 'IoU'} {span}, max dets {','.join(map(str, p.get('max_dets', [])))})"]
         for n in names:
             v = self.stats[n]
             lines.append(f"  {n:<10} {'-' if v is None else f'{v:.4f}':>8}")
-        ar_max = [n for n in names if n == f"AR{p.get('max_dets', [0])[-1]}"]
+        ar_max = [n for n in names if n == f"AR{p.get('max_dets', [0])[-1]}"
+                  or (self.iou_type == "keypoints" and n == "AR")]
         per = [n for n in names if n.startswith("AP")] + ar_max
         width = max([len("class")] + [len(c["name"]) for c in self.classes])
         head = f"{'id':>5}  {'class':<{width}}  " + "  ".join(f"{n:>7}" for n in per)
@@ -185,7 +187,7 @@ class CocoReport:
 def coco_report(summary: CocoSummary, class_ids: Sequence[int], class_names: Sequence[str],
                 iou_thresholds: np.ndarray, area_ranges: Dict[str, tuple],
                 max_dets: Sequence[int], rec_thresholds: np.ndarray,
-                inputs: Optional[dict] = None) -> CocoReport:
+                inputs: Optional[dict] = None, iou_type: str = "bbox") -> CocoReport:
     """The report of a COCO evaluation from its :class:`~deteval.ap.CocoSummary`."""
     classes = []
     for k, (cid, cname) in enumerate(zip(class_ids, class_names)):
@@ -206,7 +208,7 @@ def coco_report(summary: CocoSummary, class_ids: Sequence[int], class_names: Seq
                      "get them")
     return CocoReport(stats=dict(summary.stats), classes=classes, params=params,
                       precision=summary.precision, recall=summary.recall, inputs=inputs or {},
-                      notes=notes)
+                      notes=notes, iou_type=iou_type)
 
 
 def _range_suffixes(area_ranges) -> List[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -57,6 +57,9 @@ class GroundTruth:
     class_ids: Optional[np.ndarray] = None
     box_format: str = "xyxy_pixel"
     sources: dict = field(default_factory=dict)
+    masks: Optional[Any] = None  # deteval.masks.MaskSet, one mask per row (segm)
+    keypoints: Optional[np.ndarray] = None  # (G, K, 3) x, y, visibility (keypoints)
+    num_keypoints: Optional[np.ndarray] = None  # (G,) int64 (keypoints)
 
     def __len__(self) -> int:
         return int(self.image_idx.shape[0])
@@ -98,6 +101,9 @@ class Detections:
     scores: np.ndarray
     order: np.ndarray
     sources: dict = field(default_factory=dict)
+    masks: Optional[Any] = None  # deteval.masks.MaskSet, one mask per row (segm)
+    keypoints: Optional[np.ndarray] = None  # (N, K, 3) (keypoints)
+    area: Optional[np.ndarray] = None  # (N,) the area-range area when not the box's w*h
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
