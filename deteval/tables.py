@@ -60,6 +60,7 @@ class GroundTruth:
     masks: Optional[Any] = None  # deteval.masks.MaskSet, one mask per row (segm)
     keypoints: Optional[np.ndarray] = None  # (G, K, 3) x, y, visibility (keypoints)
     num_keypoints: Optional[np.ndarray] = None  # (G,) int64 (keypoints)
+    image_sizes: Optional[np.ndarray] = None  # (I, 2) int64 height, width per image (segm)
 
     def __len__(self) -> int:
         return int(self.image_idx.shape[0])

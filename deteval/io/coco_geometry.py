@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, List, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -74,7 +74,7 @@ def load_ground_truth_geometry(source, iou_type: str,
         masks = masks_from_segmentations([a["segmentation"] for a in anns], h[gt.image_idx],
                                          w[gt.image_idx], name, "annotations",
                                          [a.get("id") for a in anns])
-        return dataclasses.replace(gt, masks=masks)
+        return dataclasses.replace(gt, masks=masks, image_sizes=np.stack([h, w], axis=1))
     kps, num = [], []
     for i, a in enumerate(anns):
         k = a.get("keypoints")
@@ -124,13 +124,9 @@ def load_results_geometry(source, gt: GroundTruth, iou_type: str) -> Detections:
         raise InputError(f"Expected a `{key}` in every result for --iou-type {iou_type} but "
                          f"got none", name, f"results[{missing[0]}]")
     if iou_type == "segm":
-        if gt.masks is None:
+        if gt.masks is None or gt.image_sizes is None:
             raise InputError("Expected ground truth loaded with its segmentations", name)
-        sizes_h = np.zeros(gt.num_images, dtype=np.int64)
-        sizes_w = np.zeros(gt.num_images, dtype=np.int64)
-        sizes_h[gt.image_idx] = gt.masks.heights
-        sizes_w[gt.image_idx] = gt.masks.widths
-        h, w = _result_sizes(data, det, sizes_h, sizes_w)
+        h, w = gt.image_sizes[det.image_idx, 0], gt.image_sizes[det.image_idx, 1]
         masks = masks_from_segmentations([r["segmentation"] for r in data], h, w, name,
                                          "results")
         area = boxes[:, 2] * boxes[:, 3] if with_box else masks.areas.astype(np.float64)
@@ -158,10 +154,6 @@ def load_results_geometry(source, gt: GroundTruth, iou_type: str) -> Detections:
         area = (x1 - x0) * (y1 - y0)
         boxes = np.stack([x0, y0, x1 - x0, y1 - y0], axis=1) if n else np.zeros((0, 4))
     return dataclasses.replace(det, keypoints=arr, area=area, boxes=boxes)
-
-
-def _result_sizes(data: List[Any], det: Detections, sizes_h, sizes_w):
-    return sizes_h[det.image_idx], sizes_w[det.image_idx]
 
 
 def _mask_boxes(masks) -> np.ndarray:
