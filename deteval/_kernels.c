@@ -618,7 +618,8 @@ done:
  * foreground, starting with background. References (Python): deteval.masks
  * decode_rle_string and rle_pair_ious_reference. */
 
-/* rle_decode(strings) -> (counts: bytearray of uint32 runs, lengths: bytearray of int64)
+/* rle_decode(strings) -> (counts: bytearray of uint32 runs, lengths, totals, areas: bytearrays
+ * of int64 per string: runs, pixels, foreground pixels)
  * The compressed COCO string format: each count is written as 5-bit groups (chars
  * '0'+group, bit 0x20 = more groups follow, bit 0x10 of the last group = negative), and
  * from the third count on it is stored as the difference to the count two places back.
@@ -627,10 +628,11 @@ done:
 static PyObject *
 rle_decode(PyObject *self, PyObject *args)
 {
-    PyObject *seq, *fast = NULL, *counts = NULL, *lengths = NULL, *result = NULL;
+    PyObject *seq, *fast = NULL, *counts = NULL, *lengths = NULL, *totals_o = NULL,
+             *areas_o = NULL, *result = NULL;
     Py_ssize_t n, i, total = 0, cap = 1024;
     uint32_t *buf = NULL;
-    int64_t *lens = NULL;
+    int64_t *lens = NULL, *pix = NULL, *fg = NULL;
     if (!PyArg_ParseTuple(args, "O:rle_decode", &seq))
         return NULL;
     fast = PySequence_Fast(seq, "rle_decode: expected a sequence of bytes");
@@ -639,7 +641,9 @@ rle_decode(PyObject *self, PyObject *args)
     n = PySequence_Fast_GET_SIZE(fast);
     buf = PyMem_RawMalloc(cap * sizeof(uint32_t));
     lens = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
-    if (!buf || !lens) {
+    pix = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
+    fg = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
+    if (!buf || !lens || !pix || !fg) {
         PyErr_NoMemory();
         goto done;
     }
@@ -647,6 +651,7 @@ rle_decode(PyObject *self, PyObject *args)
         PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
         char *s;
         Py_ssize_t len, p = 0, m = 0;
+        int64_t sum = 0, sum_fg = 0;
         if (PyBytes_AsStringAndSize(item, &s, &len) < 0)
             goto done;
         while (p < len) {
@@ -690,66 +695,92 @@ rle_decode(PyObject *self, PyObject *args)
                 buf = grown;
             }
             buf[total + m] = (uint32_t)x;
+            sum += x;
+            if (m & 1)
+                sum_fg += x;
             m++;
         }
         lens[i] = m;
+        pix[i] = sum;
+        fg[i] = sum_fg;
         total += m;
     }
     counts = PyByteArray_FromStringAndSize((const char *)buf, total * sizeof(uint32_t));
     lengths = PyByteArray_FromStringAndSize((const char *)lens, n * sizeof(int64_t));
-    if (counts && lengths)
-        result = PyTuple_Pack(2, counts, lengths);
+    totals_o = PyByteArray_FromStringAndSize((const char *)pix, n * sizeof(int64_t));
+    areas_o = PyByteArray_FromStringAndSize((const char *)fg, n * sizeof(int64_t));
+    if (counts && lengths && totals_o && areas_o)
+        result = PyTuple_Pack(4, counts, lengths, totals_o, areas_o);
 done:
     Py_XDECREF(counts);
     Py_XDECREF(lengths);
+    Py_XDECREF(totals_o);
+    Py_XDECREF(areas_o);
     Py_XDECREF(fast);
     PyMem_RawFree(buf);
     PyMem_RawFree(lens);
+    PyMem_RawFree(pix);
+    PyMem_RawFree(fg);
     return result;
 }
 
-/* rle_iou(counts, offsets, areas, pair_a, pair_b, crowd_b) -> bytearray of float64
+/* rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, pair_a, pair_b, crowd_b)
+ *   -> bytearray of float64
  * IoU of masks a (detections) and b (ground truth) for each pair, as pycocotools' rleIou:
  * i = foreground pixels of both, u = of either (of a alone when b is a crowd region);
- * 0 when i == 0. counts: uint32 runs of every mask, mask j = counts[offsets[j]:offsets[j+1]];
- * areas: int64 foreground pixels per mask. Masks of a pair cover the same image (the caller
+ * 0 when i == 0. Mask j of a set = counts[offsets[j]:offsets[j+1]] (uint32 runs);
+ * areas_a: int64 foreground pixels of each mask a. Masks of a pair cover the same image (the caller
  * checks sizes). Runs with the GIL held: nothing the caller owns is read unlocked. */
 static PyObject *
 rle_iou(PyObject *self, PyObject *args)
 {
-    PyObject *o[6], *out = NULL;
-    Py_buffer b[6];
-    Py_ssize_t nc = -1, no = -1, na = -1, np_ = -1, np2, np3, p;
-    const uint32_t *cnt;
-    const int64_t *off, *area, *pa, *pb;
+    PyObject *o[8], *out = NULL;
+    Py_buffer b[8];
+    Py_ssize_t nca = -1, noa = -1, nma, ncb = -1, nob = -1, nmb, np_ = -1, np2, np3, p;
+    const uint32_t *cnta, *cntb;
+    const int64_t *offa, *offb, *area, *pa, *pb;
     const uint8_t *crowd;
     double *iou;
     int k;
     memset(b, 0, sizeof b);
-    if (!PyArg_ParseTuple(args, "OOOOOO:rle_iou", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:rle_iou", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7]))
         return NULL;
-    if (get_buf(o[0], &b[0], 4, &nc, "counts") < 0 || get_buf(o[1], &b[1], 8, &no, "offsets") < 0)
+    if (get_buf(o[0], &b[0], 4, &nca, "counts_a") < 0 ||
+        get_buf(o[1], &b[1], 8, &noa, "offsets_a") < 0 ||
+        get_buf(o[3], &b[3], 4, &ncb, "counts_b") < 0 ||
+        get_buf(o[4], &b[4], 8, &nob, "offsets_b") < 0)
         goto done;
-    na = no - 1;
-    if (na < 0) {
+    nma = noa - 1;
+    nmb = nob - 1;
+    if (nma < 0 || nmb < 0) {
         PyErr_SetString(PyExc_ValueError, "offsets: expected at least one item");
         goto done;
     }
-    if (get_buf(o[2], &b[2], 8, &na, "areas") < 0 || get_buf(o[3], &b[3], 8, &np_, "pair_a") < 0)
+    if (get_buf(o[2], &b[2], 8, &nma, "areas_a") < 0 ||
+        get_buf(o[5], &b[5], 8, &np_, "pair_a") < 0)
         goto done;
     np2 = np_;
     np3 = np_;
-    if (get_buf(o[4], &b[4], 8, &np2, "pair_b") < 0 || get_buf(o[5], &b[5], 1, &np3, "crowd_b") < 0)
+    if (get_buf(o[6], &b[6], 8, &np2, "pair_b") < 0 ||
+        get_buf(o[7], &b[7], 1, &np3, "crowd_b") < 0)
         goto done;
-    cnt = b[0].buf;
-    off = b[1].buf;
+    cnta = b[0].buf;
+    offa = b[1].buf;
     area = b[2].buf;
-    pa = b[3].buf;
-    pb = b[4].buf;
-    crowd = b[5].buf;
-    for (p = 0; p < no; p++)
-        if (off[p] < 0 || off[p] > nc || (p && off[p] < off[p - 1])) {
-            PyErr_SetString(PyExc_ValueError, "offsets: not increasing within counts");
+    cntb = b[3].buf;
+    offb = b[4].buf;
+    pa = b[5].buf;
+    pb = b[6].buf;
+    crowd = b[7].buf;
+    for (p = 0; p < noa; p++)
+        if (offa[p] < 0 || offa[p] > nca || (p && offa[p] < offa[p - 1])) {
+            PyErr_SetString(PyExc_ValueError, "offsets_a: not increasing within counts_a");
+            goto done;
+        }
+    for (p = 0; p < nob; p++)
+        if (offb[p] < 0 || offb[p] > ncb || (p && offb[p] < offb[p - 1])) {
+            PyErr_SetString(PyExc_ValueError, "offsets_b: not increasing within counts_b");
             goto done;
         }
     out = PyByteArray_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(double));
@@ -762,15 +793,15 @@ rle_iou(PyObject *self, PyObject *args)
         Py_ssize_t ka, kb, ia = 1, ib = 1;
         uint64_t ca, cb, c, ct = 1, inter = 0, uni = 0;
         int va = 0, vb = 0;
-        if (a < 0 || a >= na || g < 0 || g >= na) {
+        if (a < 0 || a >= nma || g < 0 || g >= nmb) {
             PyErr_SetString(PyExc_ValueError, "pair index outside the masks");
             Py_CLEAR(out);
             goto done;
         }
-        ra = cnt + off[a];
-        rb = cnt + off[g];
-        ka = off[a + 1] - off[a];
-        kb = off[g + 1] - off[g];
+        ra = cnta + offa[a];
+        rb = cntb + offb[g];
+        ka = offa[a + 1] - offa[a];
+        kb = offb[g + 1] - offb[g];
         ca = ka ? ra[0] : 0;
         cb = kb ? rb[0] : 0;
         while (ct > 0) {
@@ -800,7 +831,7 @@ rle_iou(PyObject *self, PyObject *args)
             iou[p] = (double)inter / (double)(crowd[p] ? (uint64_t)area[a] : uni);
     }
 done:
-    for (k = 0; k < 6; k++)
+    for (k = 0; k < 8; k++)
         if (b[k].obj)
             PyBuffer_Release(&b[k]);
     return out;
@@ -818,11 +849,11 @@ static PyMethodDef methods[] = {
      "coco_match(rec_group, rec_boxes, gt_group, gt_boxes, gt_crowd, gt_ignored, thresholds,\n"
      "num_groups) -> (matched, matched_ignored) bytearrays of N*A*T uint8, or None."},
     {"rle_decode", rle_decode, METH_VARARGS,
-     "rle_decode(strings) -> (counts, lengths): compressed COCO RLE strings to uint32 runs\n"
-     "(concatenated) and the number of runs of each."},
+     "rle_decode(strings) -> (counts, lengths, totals, areas): compressed COCO RLE strings to\n"
+     "uint32 runs (concatenated), and the runs, pixels and foreground pixels of each."},
     {"rle_iou", rle_iou, METH_VARARGS,
-     "rle_iou(counts, offsets, areas, pair_a, pair_b, crowd_b) -> bytearray of float64:\n"
-     "pycocotools' rleIou for each (a, b) pair of masks."},
+     "rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, pair_a, pair_b, crowd_b)\n"
+     "-> bytearray of float64: pycocotools' rleIou for each (a, b) pair of masks."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

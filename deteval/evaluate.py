@@ -184,12 +184,10 @@ def _geometry(gt: GroundTruth, det: Detections, iou_type: str, sigmas) -> dict:
     if iou_type == "bbox":
         return {}
     if iou_type == "segm":
-        from .masks import MaskSet, rle_pair_ious
-        both = MaskSet.concatenate([det.masks, gt.masks])
-        n = len(det)
+        from .masks import rle_pair_ious
 
         def pair_iou(det_rows, gt_rows):
-            return rle_pair_ious(both, det_rows, gt_rows + n, gt.crowd[gt_rows])
+            return rle_pair_ious(det.masks, gt.masks, det_rows, gt_rows, gt.crowd[gt_rows])
 
         return {"pair_iou": pair_iou, "det_area": det.area}
     from .keypoints import oks_pairs

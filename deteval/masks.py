@@ -108,13 +108,26 @@ def decode_rle_string(s: bytes) -> np.ndarray:
     return np.array(runs, dtype=np.uint32)
 
 
-def _decode_strings(strings: List[bytes]) -> Tuple[np.ndarray, np.ndarray]:
+def _decode_strings(strings: List[bytes]):
+    """``(counts, lengths, totals, areas)`` of compressed strings (compiled when built)."""
     if _kernels is not None:
-        counts, lengths = _kernels.rle_decode(strings)
-        return np.frombuffer(counts, dtype=np.uint32), np.frombuffer(lengths, dtype=np.int64)
+        counts, lengths, totals, areas = _kernels.rle_decode(strings)
+        return (np.frombuffer(counts, dtype=np.uint32), np.frombuffer(lengths, dtype=np.int64),
+                np.frombuffer(totals, dtype=np.int64), np.frombuffer(areas, dtype=np.int64))
     parts = [decode_rle_string(s) for s in strings]
     lengths = np.array([p.shape[0] for p in parts], dtype=np.int64)
-    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)), lengths
+    counts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    totals, areas = _run_sums(counts, offsets)
+    return counts, lengths, totals, areas
+
+
+def _finite_coordinates(p) -> bool:
+    try:
+        arr = np.asarray(p, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return arr.ndim == 1 and bool(np.isfinite(arr).all())
 
 
 def _mask_api():
@@ -166,9 +179,7 @@ def masks_from_segmentations(segmentations: Sequence[Any], heights: np.ndarray,
                 raise InputError(expected("segmentation", "a list of polygons [[x1, y1, ...]] "
                                           "or an RLE {size, counts}", seg), source, where(i))
             for p in seg:
-                if len(p) % 2 or len(p) < 6 or not all(
-                        isinstance(v, (int, float)) and not isinstance(v, bool) and
-                        np.isfinite(v) for v in p):
+                if len(p) % 2 or len(p) < 6 or not _finite_coordinates(p):
                     raise InputError(expected("segmentation polygon", "an even number (at least "
                                               "6) of finite coordinates x1, y1, x2, y2, ... "
                                               "(pycocotools would misread it)",
@@ -201,13 +212,14 @@ def masks_from_segmentations(segmentations: Sequence[Any], heights: np.ndarray,
         for i, seg in zip(polys_at, polys):
             rles = api.frPyObjects(seg, int(heights[i]), int(widths[i]))
             strings[i] = api.merge(rles)["counts"]
-    runs: List[Optional[np.ndarray]] = [None] * m
-    todo = [i for i in range(m) if strings[i] is not None]
-    if todo:
+    order = [i for i in range(m) if strings[i] is not None]
+    lists = [i for i in range(m) if strings[i] is None]
+    parts_counts, parts_len, parts_tot, parts_area = [], [], [], []
+    if order:
         try:
-            counts, lengths = _decode_strings([strings[i] for i in todo])
+            c, ln, tot, ar = _decode_strings([strings[i] for i in order])
         except ValueError:  # find and name the bad one
-            for i in todo:
+            for i in order:
                 try:
                     decode_rle_string(strings[i])
                 except ValueError as exc:
@@ -215,25 +227,46 @@ def masks_from_segmentations(segmentations: Sequence[Any], heights: np.ndarray,
                                               f"string ({exc})", strings[i]), source,
                                      where(i)) from None
             raise
-        bounds = np.concatenate([[0], np.cumsum(lengths)])
-        for j, i in enumerate(todo):
-            runs[i] = counts[bounds[j]:bounds[j + 1]]
-    for i, r in direct.items():
-        runs[i] = r
-    lengths = np.array([r.shape[0] for r in runs], dtype=np.int64)
-    offsets = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    counts = np.concatenate(runs).astype(np.uint32) if m else np.zeros(0, dtype=np.uint32)
+        parts_counts.append(c)
+        parts_len.append(ln)
+        parts_tot.append(tot)
+        parts_area.append(ar)
+    if lists:
+        c = [direct[i] for i in lists]
+        ln = np.array([x.shape[0] for x in c], dtype=np.int64)
+        c = np.concatenate(c)
+        tot, ar = _run_sums(c, np.concatenate([[0], np.cumsum(ln)]).astype(np.int64))
+        parts_counts.append(c)
+        parts_len.append(ln)
+        parts_tot.append(tot)
+        parts_area.append(ar)
+    row_order = np.array(order + lists, dtype=np.int64)  # masks as decoded: strings, lists
+    counts = (np.concatenate(parts_counts).astype(np.uint32, copy=False) if parts_counts
+              else np.zeros(0, dtype=np.uint32))
+    lengths_dec = np.concatenate(parts_len) if parts_len else np.zeros(0, dtype=np.int64)
+    totals = np.empty(m, dtype=np.int64)
+    areas = np.empty(m, dtype=np.int64)
+    if m:
+        totals[row_order] = np.concatenate(parts_tot)
+        areas[row_order] = np.concatenate(parts_area)
+    offsets_dec = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(lengths_dec, out=offsets_dec[1:])
     heights = np.asarray(heights, dtype=np.int64)
     widths = np.asarray(widths, dtype=np.int64)
-    totals, areas = _run_sums(counts, offsets)
     bad = totals != heights * widths
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(f"Expected segmentation counts summing to height x width = "
                          f"{int(heights[i]) * int(widths[i])} but got {int(totals[i])} "
                          "(a mask larger or smaller than its image)", source, where(i))
-    return MaskSet(counts=counts, offsets=offsets, heights=heights, widths=widths, areas=areas)
+    decoded = MaskSet(counts=counts, offsets=offsets_dec, heights=heights[row_order],
+                      widths=widths[row_order], areas=areas[row_order])
+    if not lists or not order:  # one kind: rows are already in order (or one reorder)
+        if np.array_equal(row_order, np.arange(m)):
+            return decoded
+    inverse = np.empty(m, dtype=np.int64)
+    inverse[row_order] = np.arange(m)
+    return decoded.take(inverse)
 
 
 def _run_sums(counts: np.ndarray, offsets: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -271,17 +304,18 @@ def masks_from_arrays(masks: Any) -> MaskSet:
                    widths=np.full(n, w, dtype=np.int64), areas=areas)
 
 
-def rle_pair_ious(masks: MaskSet, pair_a: np.ndarray, pair_b: np.ndarray,
+def rle_pair_ious(masks_a: MaskSet, masks_b: MaskSet, pair_a: np.ndarray, pair_b: np.ndarray,
                   crowd_b: np.ndarray) -> np.ndarray:
-    """IoU of mask ``pair_a[p]`` (a detection) with mask ``pair_b[p]`` (ground truth).
+    """IoU of mask ``masks_a[pair_a[p]]`` (a detection) with ``masks_b[pair_b[p]]`` (ground
+    truth).
 
     ``iou = |a & b| / |a | b|``, or ``|a & b| / |a|`` when ``b`` is a crowd region;
     0 without intersection (pycocotools' ``rleIou``).
 
     Parameters
     ----------
-    masks : MaskSet
-        Detections and ground truth in one set.
+    masks_a, masks_b : MaskSet
+        Detections and ground truth.
     pair_a, pair_b : ndarray of int64, shape (P,)
     crowd_b : ndarray of bool, shape (P,)
 
@@ -290,10 +324,12 @@ def rle_pair_ious(masks: MaskSet, pair_a: np.ndarray, pair_b: np.ndarray,
     ndarray of float64, shape (P,)
     """
     if _kernels is None:
-        return rle_pair_ious_reference(masks, pair_a, pair_b, crowd_b)
-    out = _kernels.rle_iou(np.ascontiguousarray(masks.counts, dtype=np.uint32),
-                           np.ascontiguousarray(masks.offsets, dtype=np.int64),
-                           np.ascontiguousarray(masks.areas, dtype=np.int64),
+        return rle_pair_ious_reference(masks_a, masks_b, pair_a, pair_b, crowd_b)
+    out = _kernels.rle_iou(np.ascontiguousarray(masks_a.counts, dtype=np.uint32),
+                           np.ascontiguousarray(masks_a.offsets, dtype=np.int64),
+                           np.ascontiguousarray(masks_a.areas, dtype=np.int64),
+                           np.ascontiguousarray(masks_b.counts, dtype=np.uint32),
+                           np.ascontiguousarray(masks_b.offsets, dtype=np.int64),
                            np.ascontiguousarray(pair_a, dtype=np.int64),
                            np.ascontiguousarray(pair_b, dtype=np.int64),
                            np.ascontiguousarray(crowd_b, dtype=bool).view(np.uint8))
@@ -306,12 +342,13 @@ def _dense(masks: MaskSet, j: int) -> np.ndarray:
     return np.repeat(values, runs)
 
 
-def rle_pair_ious_reference(masks: MaskSet, pair_a, pair_b, crowd_b) -> np.ndarray:
+def rle_pair_ious_reference(masks_a: MaskSet, masks_b: MaskSet, pair_a, pair_b,
+                            crowd_b) -> np.ndarray:
     """:func:`rle_pair_ious` by decoding each pair to pixels (slow; the test oracle and
     the path without the compiled kernels)."""
     out = np.zeros(len(pair_a), dtype=np.float64)
     for p, (a, b, c) in enumerate(zip(pair_a, pair_b, crowd_b)):
-        da, db = _dense(masks, int(a)), _dense(masks, int(b))
+        da, db = _dense(masks_a, int(a)), _dense(masks_b, int(b))
         inter = int(np.count_nonzero(da & db))
         if inter:
             union = int(np.count_nonzero(da)) if c else int(np.count_nonzero(da | db))

@@ -194,8 +194,8 @@ def test_rle_kernels_equal_their_references():
     pa = rng.integers(0, 12, 200)
     pb = rng.integers(0, 12, 200)
     crowd = rng.random(200) < 0.3
-    got = dm.rle_pair_ious(ms, pa, pb, crowd)
-    assert np.array_equal(got, dm.rle_pair_ious_reference(ms, pa, pb, crowd))
+    got = dm.rle_pair_ious(ms, ms, pa, pb, crowd)
+    assert np.array_equal(got, dm.rle_pair_ious_reference(ms, ms, pa, pb, crowd))
     ref = np.array([mask_api.iou([enc[a]], [enc[b]], [int(c)])[0, 0]
                     for a, b, c in zip(pa, pb, crowd)])
     assert np.array_equal(got, ref)
