@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["COCO_PERSON_SIGMAS", "oks_pairs"]
+__all__ = ["COCO_PERSON_SIGMAS", "oks_pairs", "numpy_sum_rows"]
 
 #: pycocotools' ``kpt_oks_sigmas`` for the 17 COCO person keypoints.
 COCO_PERSON_SIGMAS = np.array([.26, .25, .25, .35, .35, .79, .79, .72, .72, .62, .62, 1.07,
@@ -52,14 +52,15 @@ def oks_pairs(det_keypoints: np.ndarray, gt_keypoints: np.ndarray, gt_boxes_xywh
     if P == 0:
         return out
     variances = (sigmas * 2) ** 2
-    d = det_keypoints[pair_det]
-    g = gt_keypoints[pair_gt]
-    xd, yd = d[:, :, 0], d[:, :, 1]
-    xg, yg, vg = g[:, :, 0], g[:, :, 1], g[:, :, 2]
-    labelled = vg > 0
-    k1 = np.count_nonzero(labelled, axis=1)
-    dx = xd - xg
-    dy = yd - yg
+    # contiguous (P, K) planes: one gather per coordinate, no strided arithmetic
+    xd = np.ascontiguousarray(det_keypoints[:, :, 0])[pair_det]
+    yd = np.ascontiguousarray(det_keypoints[:, :, 1])[pair_det]
+    gt_labelled = gt_keypoints[:, :, 2] > 0
+    k1_gt = np.count_nonzero(gt_labelled, axis=1)
+    labelled = gt_labelled[pair_gt]
+    k1 = k1_gt[pair_gt]
+    dx = xd - np.ascontiguousarray(gt_keypoints[:, :, 0])[pair_gt]
+    dy = yd - np.ascontiguousarray(gt_keypoints[:, :, 1])[pair_gt]
     none = k1 == 0
     if none.any():  # distances to the box around the ground truth's bbox
         bb = gt_boxes_xywh[pair_gt[none]]
@@ -72,13 +73,65 @@ def oks_pairs(det_keypoints: np.ndarray, gt_keypoints: np.ndarray, gt_boxes_xywh
         dy[none] = np.maximum(z, y0 - yd[none]) + np.maximum(z, yd[none] - y1)
         labelled[none] = True
     area = gt_area[pair_gt][:, None] + np.spacing(1)
-    e = (dx ** 2 + dy ** 2) / variances / area / 2
-    terms = np.exp(-e)
+    # e = (dx**2 + dy**2) / variances / area / 2, in place (x**2 is x*x in numpy)
+    e = np.multiply(dx, dx, out=dx)
+    e += np.multiply(dy, dy, out=dy)
+    e /= variances
+    e /= area
+    e /= 2
+    np.negative(e, out=e)
+    terms = np.exp(e, out=e)
     counts = np.count_nonzero(labelled, axis=1)
-    # numpy's sum over each pair's own terms: pairs with the same count share one
-    # row-wise sum (a row-wise sum of a contiguous array adds like a 1-D sum)
-    for c in np.unique(counts):
-        rows = np.flatnonzero(counts == c)
-        compact = terms[rows][labelled[rows]].reshape(rows.shape[0], c)
-        out[rows] = np.ascontiguousarray(compact).sum(axis=1) / c
+    # each pair's labelled terms, left-aligned in keypoint order, then summed as numpy's
+    # np.sum sums them (pycocotools sums the labelled terms of one pair with np.sum)
+    left = np.argsort(~labelled, axis=1, kind="stable")
+    compact = np.take_along_axis(terms, left, axis=1)
+    if terms.shape[1] <= _PAIRWISE_BLOCK:
+        out[:] = numpy_sum_rows(compact, counts) / counts
+    else:  # rows longer than numpy's block: one row-wise np.sum per distinct length
+        for c in np.unique(counts):
+            rows = np.flatnonzero(counts == c)
+            out[rows] = np.ascontiguousarray(compact[rows, :c]).sum(axis=1) / c
     return out
+
+
+_PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE: up to it, a sum is one unrolled block
+
+
+def numpy_sum_rows(a: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``np.sum(a[p, :n[p]])`` for every row ``p``, bit for bit, vectorised over rows.
+
+    numpy adds ``n < 8`` numbers left to right; up to 128 numbers it keeps eight running
+    sums ``r[j] = a[j] + a[j + 8] + ...`` over the largest multiple of 8, combines them as
+    ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))`` and adds the rest left to right
+    (its ``pairwise_sum``). Rows must have at most 128 entries.
+
+    Parameters
+    ----------
+    a : ndarray of float64, shape (P, W)
+    n : ndarray of int64, shape (P,)
+        Entries of each row to add, ``1 <= n <= W <= 128``.
+    """
+    P, W = a.shape
+    res = np.zeros(P)
+    small = n < 8
+    for j in range(min(W, 7)):
+        res = np.where(small & (j < n), res + a[:, j], res)
+    big = ~small
+    if big.any():
+        r = [a[:, j].copy() if j < W else np.zeros(P) for j in range(8)]
+        full = n - n % 8
+        i = 8
+        while i + 8 <= W:
+            m = big & (i + 8 <= full)
+            if not m.any():
+                break
+            for j in range(8):
+                r[j] = np.where(m, r[j] + a[:, i + j], r[j])
+            i += 8
+        acc = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for i in range(8, W):
+            m = big & (i >= full) & (i < n)
+            acc = np.where(m, acc + a[:, i], acc)
+        res = np.where(big, acc, res)
+    return res

@@ -355,3 +355,13 @@ def test_cli_segm_and_keypoints_reports(tmp_path):
     rep = json.loads((tmp_path / "k.json").read_text())
     assert rep["params"]["max_dets"] == [20] and list(rep["params"]["area_ranges"]) == [
         "all", "medium", "large"]
+
+
+@pytest.mark.parametrize("width", [3, 8, 17, 33, 128])
+def test_numpy_sum_rows_is_np_sum_bit_for_bit(width):
+    from deteval.keypoints import numpy_sum_rows
+    rng = np.random.default_rng(width)
+    a = np.exp(-rng.random((3000, width)) * rng.choice([1, 30], (3000, 1)))
+    n = rng.integers(1, width + 1, 3000)
+    got = numpy_sum_rows(a, n)
+    assert np.array_equal(got, [np.sum(a[p, :n[p]]) for p in range(3000)])

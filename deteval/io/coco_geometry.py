@@ -75,30 +75,15 @@ def load_ground_truth_geometry(source, iou_type: str,
                                          w[gt.image_idx], name, "annotations",
                                          [a.get("id") for a in anns])
         return dataclasses.replace(gt, masks=masks, image_sizes=np.stack([h, w], axis=1))
-    kps, num = [], []
-    for i, a in enumerate(anns):
-        k = a.get("keypoints")
-        if not isinstance(k, list) or len(k) % 3 or not all(
-                coco_io._is_number(v) for v in k):
-            raise InputError(expected("keypoints", "a list of 3K numbers x, y, v", k), name,
-                             coco_io._where("annotations", i, a))
-        nk = a.get("num_keypoints")
-        if not coco_io._is_int(nk):
-            raise InputError(expected("num_keypoints", "an integer", nk), name,
-                             coco_io._where("annotations", i, a))
-        kps.append(k)
-        num.append(nk)
-    lengths = {len(k) for k in kps}
-    if len(lengths) > 1 or (sigmas_count is not None and lengths and
-                            lengths != {3 * sigmas_count}):
-        i = next(i for i, k in enumerate(kps) if len(k) != (3 * sigmas_count if sigmas_count
-                                                              else len(kps[0])))
-        raise InputError(expected("keypoints", f"{sigmas_count or len(kps[0]) // 3} keypoints "
-                                  "(3 numbers each, one sigma per keypoint; see --oks-sigmas)",
-                                  f"{len(kps[i]) // 3} keypoints"), name,
+    kps = [a.get("keypoints") for a in anns]
+    num = [a.get("num_keypoints") for a in anns]
+    want = 3 * sigmas_count if sigmas_count else None
+    arr = _keypoint_array(kps, want, name, "annotations", anns)
+    bad_num = [i for i, v in enumerate(num) if not coco_io._is_int(v)]
+    if bad_num:
+        i = bad_num[0]
+        raise InputError(expected("num_keypoints", "an integer", num[i]), name,
                          coco_io._where("annotations", i, anns[i]))
-    K = lengths.pop() // 3 if lengths else (sigmas_count or 0)
-    arr = np.array(kps, dtype=np.float64).reshape(len(kps), K, 3)
     return dataclasses.replace(gt, keypoints=arr, num_keypoints=np.array(num, dtype=np.int64))
 
 
@@ -134,15 +119,8 @@ def load_results_geometry(source, gt: GroundTruth, iou_type: str) -> Detections:
             boxes = _mask_boxes(masks)
         return dataclasses.replace(det, masks=masks, area=area, boxes=boxes)
     K = gt.keypoints.shape[1] if gt.keypoints is not None else None
-    kps = []
-    for i, r in enumerate(data):
-        k = r["keypoints"]
-        if (not isinstance(k, list) or (K is not None and len(k) != 3 * K) or len(k) % 3
-                or not k or not all(coco_io._is_number(v) for v in k)):
-            raise InputError(expected("keypoints", f"a list of {3 * K if K else '3K'} numbers "
-                                      "x, y, v", k), name, f"results[{i}]")
-        kps.append(k)
-    arr = np.array(kps, dtype=np.float64).reshape(n, -1, 3) if n else np.zeros((0, K or 0, 3))
+    arr = _keypoint_array([r["keypoints"] for r in data], 3 * K if K else None, name,
+                          "results", data)
     x, y = arr[:, :, 0], arr[:, :, 1]
     if n:
         x0, x1, y0, y1 = x.min(axis=1), x.max(axis=1), y.min(axis=1), y.max(axis=1)
@@ -175,3 +153,33 @@ def _mask_boxes(masks) -> np.ndarray:
         ys_hi = np.where(col_span, h - 1, e % h)
         out[j] = [xs.min(), ys_lo.min(), xs.max() - xs.min() + 1, ys_hi.max() - ys_lo.min() + 1]
     return out
+
+
+def _keypoint_array(values, length, name, section, records) -> np.ndarray:
+    """``(N, K, 3)`` float64 of the ``keypoints`` lists (one numpy conversion; a bad record is
+    found and named only when the conversion fails)."""
+    n = len(values)
+    if n == 0:
+        return np.zeros((0, (length or 0) // 3, 3))
+    try:
+        arr = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        arr = None
+    ok = (arr is not None and arr.ndim == 2 and arr.shape[1] % 3 == 0 and arr.shape[1] > 0
+          and (length is None or arr.shape[1] == length) and bool(np.isfinite(arr).all())
+          and not any(isinstance(v, bool) for v in values[0]))
+    if ok:
+        return arr.reshape(n, -1, 3)
+    first = values[0] if isinstance(values[0], list) else None
+    want = length or (len(first) if first and len(first) % 3 == 0 else None)
+    for i, k in enumerate(values):
+        if (not isinstance(k, list) or not k or len(k) % 3 or (want and len(k) != want)
+                or not all(coco_io._is_number(v) for v in k)):
+            where = (coco_io._where(section, i, records[i]) if section == "annotations"
+                     else f"{section}[{i}]")
+            n_kp = f"{want // 3} keypoints (3 numbers each" + (", one sigma per keypoint: "
+                                                                "see --oks-sigmas)" if length
+                                                                else ")")
+            raise InputError(expected("keypoints", f"a list of {n_kp}" if want else
+                                      "a list of 3K numbers x, y, v", k), name, where)
+    raise InputError(expected("keypoints", "lists of 3K finite numbers", "another value"), name)
