@@ -61,15 +61,29 @@ class _Pending:
         self.num_det = 0
 
 
+#: Keywords only deteval's own metric has: any of them (or a positional ``protocol``)
+#: selects deteval's behaviour; without them the metric behaves as torchmetrics'.
+NATIVE_KEYWORDS = ("protocol", "class_names", "iou_threshold", "compat", "area_ranges",
+                   "max_dets")
+
+
 class MeanAveragePrecision:
     """Mergeable mean-average-precision metric (COCO or PASCAL VOC rules).
+
+    One class, two faces. Called as ``torchmetrics.detection.MeanAveragePrecision`` is
+    called (``MeanAveragePrecision()``, ``MeanAveragePrecision(box_format="xywh",
+    class_metrics=True)``, ...), it behaves as torchmetrics with its pycocotools backend
+    (see :mod:`deteval.metric_tm`): ``update(preds, target)``, ``compute()`` returning its
+    dict of keys. With any of deteval's own keywords (``protocol`` first, positionally or
+    by name; ``class_names``, ``iou_threshold``, ``compat``, ``area_ranges``, ``max_dets``)
+    it is deteval's metric described below, whose ``compute()`` returns the CLI's report.
 
     Parameters
     ----------
     protocol : {"coco", "voc07", "voc12"}
         COCO (pycocotools ``COCOeval``, bbox) or VOC with the 11-point / area metric.
-    box_format : {"xywh", "xyxy"}
-        Format of the boxes passed to :meth:`update`. COCO evaluates ``[x, y, w, h]``
+    box_format : {"xyxy", "xywh"}
+        Format of the boxes passed to :meth:`update` (default ``xyxy``, as torchmetrics). COCO evaluates ``[x, y, w, h]``
         (``xyxy`` input is converted with ``w = x2 - x1``); VOC evaluates inclusive
         pixel corners ``[x1, y1, x2, y2]`` (``xywh`` input is converted with
         ``x2 = x + w``).
@@ -81,7 +95,13 @@ class MeanAveragePrecision:
     iou_thresholds, area_ranges, max_dets : COCO options, as :func:`deteval.evaluate_coco`.
     """
 
-    def __init__(self, protocol: str = "coco", box_format: str = "xywh", *,
+    def __new__(cls, *args, **kwargs):
+        if cls is MeanAveragePrecision and not args and not any(
+                k in kwargs for k in NATIVE_KEYWORDS):
+            return object.__new__(_TorchmetricsMeanAveragePrecision)
+        return object.__new__(cls)
+
+    def __init__(self, protocol: str = "coco", box_format: str = "xyxy", *,
                  class_names: Optional[Union[Mapping[int, str], Sequence[str]]] = None,
                  iou_threshold: float = 0.5, compat: str = "devkit",
                  iou_thresholds=None, area_ranges=None, max_dets=COCO_MAX_DETS):
@@ -114,6 +134,9 @@ class MeanAveragePrecision:
         self._records: List[dict] = []     # matched chunks (columns)
         self._num_detections = 0           # every prediction, before any max_dets cut
         self._gt_rows: List[dict] = []     # ground-truth columns per chunk
+
+    def __getnewargs_ex__(self):  # unpickling rebuilds the same face of the class
+        return ((self.protocol,), {})
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -437,3 +460,73 @@ def _concat(chunks: List[dict], keys: Sequence[str]) -> Dict[str, np.ndarray]:
 def _concat3(chunks: List[dict], key: str, A: int, T: int) -> np.ndarray:
     parts = [c[key] for c in chunks]
     return np.concatenate(parts, axis=0) if parts else np.zeros((0, A, T), dtype=bool)
+
+
+from .metric_tm import TorchmetricsMode  # noqa: E402  (after MeanAveragePrecision)
+
+
+class _TorchmetricsMeanAveragePrecision(TorchmetricsMode, MeanAveragePrecision):
+    """``MeanAveragePrecision`` called as torchmetrics' (see :mod:`deteval.metric_tm`)."""
+
+    def __init__(self, box_format: str = "xyxy", iou_type: Any = "bbox",
+                 iou_thresholds: Optional[List[float]] = None,
+                 rec_thresholds: Optional[List[float]] = None,
+                 max_detection_thresholds: Optional[List[int]] = None,
+                 class_metrics: bool = False, extended_summary: bool = False,
+                 average: str = "macro", backend: str = "pycocotools", **kwargs: Any) -> None:
+        self._tm_kwargs = dict(box_format=box_format, iou_type=iou_type,
+                               iou_thresholds=iou_thresholds, rec_thresholds=rec_thresholds,
+                               max_detection_thresholds=max_detection_thresholds,
+                               class_metrics=class_metrics, extended_summary=extended_summary,
+                               average=average, backend=backend, **kwargs)
+        self._tm_init(**self._tm_kwargs)
+
+    def reset(self) -> None:
+        """Forget every image seen."""
+        self._tm_reset()
+
+    def __getstate__(self):
+        return self.__dict__.copy()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def update(self, preds, target) -> None:  # type: ignore[override]
+        """Add a batch: ``preds[i]`` / ``target[i]`` dicts of image ``i`` (torchmetrics')."""
+        self._tm_update(preds, target)
+
+    def compute(self) -> Dict[str, Any]:  # type: ignore[override]
+        """torchmetrics' result dict (gathered over every rank under torch.distributed)."""
+        return self._tm_compute()
+
+    def forward(self, preds, target) -> Dict[str, Any]:
+        """The batch's own figures; the batch is also added to the state (torchmetrics)."""
+        batch = _TorchmetricsMeanAveragePrecision(**self._tm_kwargs)
+        batch.update(preds, target)
+        value = batch._tm_compute_local()
+        self.update(preds, target)
+        return value
+
+    __call__ = forward
+
+    def _tm_compute_local(self):
+        det, gt = self._det, self._gt
+        self._tm_gathered = lambda: (det, gt)  # a batch value is this process's own
+        return self._tm_compute()
+
+    def merge(self, other) -> "_TorchmetricsMeanAveragePrecision":  # type: ignore[override]
+        """Add another metric's images after ours (shards of one evaluation)."""
+        if not isinstance(other, _TorchmetricsMeanAveragePrecision) or \
+                other._tm_kwargs != self._tm_kwargs:
+            raise MetricInputError("Expected a metric with the same arguments to merge",
+                                   "merge()")
+        self._tm_merge(other)
+        return self
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The state (per-image arrays) as a dict; :meth:`load_state_dict` restores it."""
+        return {"det": list(self._det), "gt": list(self._gt), "tensors": self._tensors}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self._det, self._gt = list(state["det"]), list(state["gt"])
+        self._tensors = bool(state["tensors"])

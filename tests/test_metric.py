@@ -667,7 +667,7 @@ def test_bad_input_names_image_and_field(protocol, box_format, pred, target, fie
 
 
 def test_mismatched_lengths_raise():
-    m = MeanAveragePrecision("coco")
+    m = MeanAveragePrecision("coco", "xywh")  # boxes below are [x, y, w, h]
     with pytest.raises(MetricInputError, match=r"`preds` and `targets`.*1 and 2"):
         m.update([_pred()], [_target(), _target()])
     with pytest.raises(MetricInputError, match=r"one image id per image \(1\) but got 2"):
@@ -676,7 +676,7 @@ def test_mismatched_lengths_raise():
 
 
 def test_duplicate_image_ids_raise():
-    m = MeanAveragePrecision("coco")
+    m = MeanAveragePrecision("coco", "xywh")  # boxes below are [x, y, w, h]
     with pytest.raises(MetricInputError, match=r"image id 5 again"):
         m.update([_pred(), _pred()], [_target(), _target()], image_ids=[5, 5])
     assert m.image_ids == []
