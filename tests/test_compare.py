@@ -392,8 +392,8 @@ def test_metric_report_compares_with_cli_report(reports):
         p["labels"].append(d["category_id"])
     fix = lambda d: {k: (np.reshape(v, (-1, 4)) if k == "boxes" else v)  # noqa: E731
                      for k, v in d.items()}
-    m = deteval.MeanAveragePrecision(
-        "coco", class_names={c["id"]: c["name"] for c in gt["categories"]})
+    m = deteval.MeanAveragePrecision(  # COCO boxes are [x, y, w, h]
+        "coco", "xywh", class_names={c["id"]: c["name"] for c in gt["categories"]})
     m.update([fix(prd[i]) for i in ids], [fix(tgt[i]) for i in ids], image_ids=ids)
     report = m.compute()
     result = assert_no_regression(reports["coco"], report, per_class=True)
