@@ -157,10 +157,15 @@ def test_version_reports_the_native_path(tmp_path):
     shutil.copytree(Path(deteval.__file__).parent, tmp_path / "deteval",
                     ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
     env = {k: v for k, v in os.environ.items() if k != "DETEVAL_REQUIRE_NATIVE"}
-    p = subprocess.run([sys.executable, "-m", "deteval", "--version"], cwd=tmp_path,
-                       capture_output=True, text=True, env=env)
-    assert p.returncode == 0 and "NOT in use" in p.stdout and "_kernels" in p.stdout
+    # the copy, not an editable install's finder, must be what imports
+    child = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in "
+             "(type(f).__module__ + repr(f)).lower()]; sys.path.insert(0, {0!r}); "
+             "{1}").format(str(tmp_path), "{}")
+    p = subprocess.run([sys.executable, "-c", child.format(
+        "from deteval.cli import main; sys.exit(main(['--version']))")], cwd=tmp_path,
+        capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and "NOT in use" in p.stdout and "_kernels" in p.stdout, p.stdout
     env["DETEVAL_REQUIRE_NATIVE"] = "1"
-    p = subprocess.run([sys.executable, "-c", "import deteval.match"], cwd=tmp_path,
-                       capture_output=True, text=True, env=env)
+    p = subprocess.run([sys.executable, "-c", child.format("import deteval.match")],
+                       cwd=tmp_path, capture_output=True, text=True, env=env)
     assert p.returncode != 0 and "DETEVAL_REQUIRE_NATIVE" in p.stderr
