@@ -52,6 +52,42 @@ get_buf(PyObject *obj, Py_buffer *view, Py_ssize_t size, Py_ssize_t *n, const ch
     return 0;
 }
 
+
+/* Replace each exported buffer by a private copy of its bytes (and release the export).
+ * The kernels validate indices and then read them, some with the GIL released: reading
+ * only private copies means another thread writing into the caller's arrays (numpy
+ * releases the GIL in its own loops) cannot change what was checked. copies[i] is freed
+ * by the caller; views keep .buf pointing at the copy and .obj == NULL. */
+static int
+privatize(Py_buffer *views, void **copies, int count)
+{
+    int i;
+    for (i = 0; i < count; i++) {
+        void *mem;
+        copies[i] = NULL;
+        if (views[i].obj == NULL)
+            continue;
+        mem = PyMem_RawMalloc(views[i].len ? (size_t)views[i].len : 1);
+        if (mem == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(mem, views[i].buf, (size_t)views[i].len);
+        PyBuffer_Release(&views[i]);
+        views[i].buf = mem;
+        copies[i] = mem;
+    }
+    return 0;
+}
+
+static void
+free_copies(void **copies, int count)
+{
+    int i;
+    for (i = 0; i < count; i++)
+        PyMem_RawFree(copies[i]);
+}
+
 /* ---------------------------------------------------------------- rank_order */
 
 typedef struct {
@@ -170,7 +206,11 @@ rank_order(PyObject *self, PyObject *args)
     const int64_t *mj, *tk = NULL;
     const double *sc;
     int tie_sorted = 1, major_ok = 1;
+    Py_buffer views[3];
+    void *copies[3] = {NULL, NULL, NULL};
+    int v;
     (void)self;
+    memset(views, 0, sizeof views);
 
     if (!PyArg_ParseTuple(args, "OOO:rank_order", &major_o, &scores_o, &tie_o))
         return NULL;
@@ -180,10 +220,18 @@ rank_order(PyObject *self, PyObject *args)
         goto done;
     if (tie_o != Py_None && get_buf(tie_o, &tie, sizeof(int64_t), &n, "tie") < 0)
         goto done;
-    mj = (const int64_t *)major.buf;
-    sc = (const double *)scores.buf;
+    views[0] = major;
+    views[1] = scores;
+    views[2] = tie;
+    memset(&major, 0, sizeof major);
+    memset(&scores, 0, sizeof scores);
+    memset(&tie, 0, sizeof tie);
+    if (privatize(views, copies, 3) < 0)
+        goto done;
+    mj = (const int64_t *)views[0].buf;
+    sc = (const double *)views[1].buf;
     if (tie_o != Py_None)
-        tk = (const int64_t *)tie.buf;
+        tk = (const int64_t *)views[2].buf;
     out = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
     p = (pair_t *)PyMem_RawMalloc(sizeof(pair_t) * (size_t)(n ? n : 1));
     tmp = (pair_t *)PyMem_RawMalloc(sizeof(pair_t) * (size_t)(n ? n : 1));
@@ -276,6 +324,10 @@ done:
         PyBuffer_Release(&major);
     if (tie.obj)
         PyBuffer_Release(&tie);
+    for (v = 0; v < 3; v++)
+        if (views[v].obj)
+            PyBuffer_Release(&views[v]);
+    free_copies(copies, 3);
     return out;
 }
 
@@ -319,6 +371,7 @@ voc_match(PyObject *self, PyObject *args)
     int64_t *gt_sorted = NULL;
     unsigned char *claimed = NULL;
     size_t groups = 0;
+    void *copies[8] = {NULL};
     (void)self;
 
     memset(b, 0, sizeof b);
@@ -335,6 +388,8 @@ voc_match(PyObject *self, PyObject *args)
     g4 = 4 * g;
     if (get_buf(o[6], &b[6], 8, &g4, "gt_boxes") < 0 ||
         get_buf(o[7], &b[7], 1, &g, "gt_difficult") < 0)
+        goto done;
+    if (privatize(b, copies, 8) < 0)
         goto done;
     {
         const int64_t *order = (const int64_t *)b[0].buf, *di = (const int64_t *)b[1].buf,
@@ -425,6 +480,7 @@ done:
     for (k = 0; k < 8; k++)
         if (b[k].obj)
             PyBuffer_Release(&b[k]);
+    free_copies(copies, 8);
     PyMem_RawFree(start);
     PyMem_RawFree(gt_sorted);
     PyMem_RawFree(claimed);
@@ -457,6 +513,7 @@ coco_match(PyObject *self, PyObject *args)
     unsigned char *taken = NULL;
     double *ious = NULL;
     int k;
+    void *copies[7] = {NULL};
     (void)self;
 
     memset(b, 0, sizeof b);
@@ -484,6 +541,8 @@ coco_match(PyObject *self, PyObject *args)
         goto done;
     }
     at = a_count * t_count;
+    if (privatize(b, copies, 7) < 0)
+        goto done;
     {
         const int64_t *rg = (const int64_t *)b[0].buf, *gg = (const int64_t *)b[2].buf;
         const double *rb = (const double *)b[1].buf, *gb = (const double *)b[3].buf;
@@ -603,6 +662,7 @@ done:
     for (k = 0; k < 7; k++)
         if (b[k].obj)
             PyBuffer_Release(&b[k]);
+    free_copies(copies, 7);
     Py_XDECREF(out_m);
     Py_XDECREF(out_i);
     PyMem_RawFree(start);
@@ -742,6 +802,7 @@ rle_iou(PyObject *self, PyObject *args)
     const uint8_t *crowd;
     double *iou;
     int k;
+    void *copies[4] = {NULL, NULL, NULL, NULL};
     memset(b, 0, sizeof b);
     if (!PyArg_ParseTuple(args, "OOOOOOOO:rle_iou", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
                           &o[6], &o[7]))
@@ -765,6 +826,23 @@ rle_iou(PyObject *self, PyObject *args)
     if (get_buf(o[6], &b[6], 8, &np2, "pair_b") < 0 ||
         get_buf(o[7], &b[7], 1, &np3, "crowd_b") < 0)
         goto done;
+    {
+        Py_buffer idx[4] = {b[1], b[4], b[5], b[6]};
+        memset(&b[1], 0, sizeof b[1]);
+        memset(&b[4], 0, sizeof b[4]);
+        memset(&b[5], 0, sizeof b[5]);
+        memset(&b[6], 0, sizeof b[6]);
+        if (privatize(idx, copies, 4) < 0) {
+            for (k = 0; k < 4; k++)
+                if (idx[k].obj)
+                    PyBuffer_Release(&idx[k]);
+            goto done;
+        }
+        b[1].buf = idx[0].buf;
+        b[4].buf = idx[1].buf;
+        b[5].buf = idx[2].buf;
+        b[6].buf = idx[3].buf;
+    }
     cnta = b[0].buf;
     offa = b[1].buf;
     area = b[2].buf;
@@ -834,6 +912,7 @@ done:
     for (k = 0; k < 8; k++)
         if (b[k].obj)
             PyBuffer_Release(&b[k]);
+    free_copies(copies, 4);
     return out;
 }
 

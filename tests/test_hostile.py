@@ -184,3 +184,59 @@ def test_boxes_near_the_float_limit_leak_no_warnings(tmp_path, gt, monkeypatch):
         assert p.returncode == 0 and p.stderr == "", p.stderr[-800:]
     assert np.isfinite(deteval.evaluate_voc(voc / "VOC2007", voc / "results",
                                             imageset="test").mAP)
+
+
+@pytest.mark.parametrize("variant", ["nbsp", "child-element"])
+def test_class_name_has_one_normalisation_on_every_path(voc_copy, variant):
+    """`dog` + non-breaking space and `<name>do<b/>g</name>` are `dog` whichever reader
+    (C scanner, lxml/XSLT, the element-by-element reference) reads the file."""
+    from deteval.io import voc as voc_io
+    ann = voc_copy / "VOC2007" / "Annotations"
+    xml = ann / f"{_first_image(voc_copy)}.xml"
+    text = xml.read_text(encoding="utf-8")
+    i = text.index("<name>") + 6
+    j = text.index("</name>", i)
+    name = text[i:j]
+    new = name + "\u00a0" if variant == "nbsp" else name[:1] + "<b/>" + name[1:]
+    xml.write_text(text[:i] + new + text[j:], encoding="utf-8")
+    # the same object read by a file that goes to lxml (an attribute leaves the C subset)
+    other = ann / "zz_lxml.xml"
+    other.write_text((text[:i] + new + text[j:]).replace("<annotation>",
+                                                         '<annotation verified="yes">'),
+                     encoding="utf-8")
+    gt = voc_io.load_voc_annotations(ann)
+    assert name in gt.class_names and new not in gt.class_names
+    assert voc_io._read_objects(xml)[0][0] == name
+    assert voc_io._read_objects(other)[0][0] == name
+
+
+def test_kernels_read_private_copies_while_other_threads_write(monkeypatch):
+    """The caller's arrays are copied before the kernels check and use them: a thread
+    scribbling over them meanwhile cannot push an index out of range (no crash, and the
+    result is one of the valid answers)."""
+    import threading
+    from deteval._native import kernels
+    if kernels is None:
+        pytest.skip("compiled kernels not built")
+    rng = np.random.default_rng(0)
+    major = rng.integers(0, 50, 200_000)
+    scores = rng.random(200_000)
+    stop = threading.Event()
+
+    def scribble():
+        while not stop.is_set():
+            major[:] = -(2 ** 62)  # out of range for every count table
+            major[:] = rng.integers(0, 50, major.shape[0])
+
+    t = threading.Thread(target=scribble)
+    t.start()
+    try:
+        for _ in range(30):
+            try:
+                order = np.frombuffer(kernels.rank_order(major, scores, None), dtype=np.int64)
+            except ValueError:
+                continue  # the copy it checked held the negative values: refused cleanly
+            assert np.array_equal(np.sort(order), np.arange(major.shape[0]))
+    finally:
+        stop.set()
+        t.join()

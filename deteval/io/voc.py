@@ -149,6 +149,13 @@ def _number(text: Optional[str], what: str, path: Path, elem) -> float:
     return value
 
 
+def normalize_class_name(text: str) -> str:
+    """The one rule for a ``<name>``: its whole text content (child elements' text
+    included), with every run of Unicode whitespace (a non-breaking space too) collapsed
+    to one space and the ends trimmed; the same on every reader path."""
+    return " ".join(text.split())
+
+
 def _read_objects(path: Path, root=None):
     """(names, boxes, difficult) of one annotation file, in file order.
 
@@ -162,7 +169,8 @@ def _read_objects(path: Path, root=None):
     boxes: List[Tuple[float, float, float, float]] = []
     difficult: List[bool] = []
     for obj in root.iterchildren("object"):
-        name = obj.findtext("name")
+        name_el = obj.find("name")
+        name = None if name_el is None else "".join(name_el.itertext())
         if name is None or not name.strip():
             raise InputError("Expected a non-empty <name> in <object> but got none", path,
                              f"line {obj.sourceline}")
@@ -176,7 +184,7 @@ def _read_objects(path: Path, root=None):
                              f"({x1:g}, {y1:g}, {x2:g}, {y2:g})", path,
                              f"line {bnd.sourceline}")
         d = obj.findtext("difficult")
-        names.append(" ".join(name.split()))
+        names.append(normalize_class_name(name))
         boxes.append((x1, y1, x2, y2))
         # devkit: difficult iff the trimmed text is exactly "1"; missing or empty -> False
         difficult.append(d is not None and d.strip() == "1")
@@ -398,7 +406,8 @@ def load_voc_annotations(annotations: PathLike, imageset: Optional[PathLike] = N
         all_boxes = np.concatenate([p[1] for p in parts])
         all_difficult = np.concatenate([p[2] for p in parts])
 
-    # one lookup per name-table entry, not per object
+    # one normalisation and one lookup per name-table entry, not per object
+    table = [normalize_class_name(t) for t in table]
     used = np.zeros(len(table), dtype=bool)
     used[name_idx] = True
     present = sorted({table[k] for k in np.flatnonzero(used).tolist()})
