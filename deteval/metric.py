@@ -16,6 +16,7 @@ batch size, batch order or sharding.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -131,9 +132,8 @@ class MeanAveragePrecision:
         self.image_ids: List[Any] = []
         self._id_set: set = set()
         self._pending = _Pending()
-        self._records: List[dict] = []     # matched chunks (columns)
+        self._chunks: List[_Chunk] = []    # one per matching pass: the matcher's records
         self._num_detections = 0           # every prediction, before any max_dets cut
-        self._gt_rows: List[dict] = []     # ground-truth columns per chunk
 
     def __getnewargs_ex__(self):  # unpickling rebuilds the same face of the class
         return ((self.protocol,), {})
@@ -319,29 +319,20 @@ class MeanAveragePrecision:
         if coco:
             areas = np.array(list(self.area_ranges.values()), dtype=np.float64).reshape(-1, 2)
             m = match_coco(gt, det, self.iou_thresholds, areas, self.max_dets[-1])
-            # rows of m are a subset of det (cut to max_dets); recover their image / position
-            # from (class, image_key=local image, rank): image_key is the batch image index
-            lo, hi = areas[:, 0], areas[:, 1]
-            gt_ignored = gt.crowd[:, None] | (gt_area[:, None] < lo) | (gt_area[:, None] > hi)
-            self._records.append({
-                "label": labels[m.class_idx], "score": m.scores, "image": local[m.image_key],
-                "rank": m.rank, "matched": m.matched, "ignored": m.ignored})
-            self._gt_rows.append({"label": gt_labels, "image": local[gt_image],
-                                  "ignored": gt_ignored, "boxes": gt_boxes, "flags": gt_flags,
-                                  "area": gt_area})
+            record_image = m.image_key  # the batch's image index (image_ids is arange)
+            record_position = np.zeros(0, dtype=np.int64)
         else:
             # ties by (image, position) under either compat; the records come back in
             # ranked order with the detection row as their tie key
             m = match_voc(gt, det, self.iou_threshold, self.compat, file_order_ties=True)
-            row = m.tie_key
-            self._records.append({"label": det_labels[row], "score": scores[row],
-                                  "image": local[det_image[row]], "position": position[row],
-                                  "outcome": m.outcome})
-            self._gt_rows.append({"label": gt_labels, "image": local[gt_image],
-                                  "flags": gt_flags, "boxes": gt_boxes, "area": gt_area})
+            record_image = det_image[m.tie_key]
+            record_position = position[m.tie_key]
+        self._chunks.append(_Chunk(
+            matches=m, labels=labels, images=local, record_image=record_image,
+            record_position=record_position, gt_label=gt_labels, gt_image=local[gt_image],
+            gt_boxes=gt_boxes, gt_flags=gt_flags, gt_area=gt_area))
         p.clear()
 
-    # ------------------------------------------------------------------ merge
     def merge(self, other: "MeanAveragePrecision") -> "MeanAveragePrecision":
         """Add another metric's images (e.g. from another process). Returns ``self``.
 
@@ -361,12 +352,9 @@ class MeanAveragePrecision:
         other = copy.deepcopy(other)
         other._flush()
         offset = len(self.image_ids)
-        for chunk in other._records:
-            chunk["image"] = chunk["image"] + offset
-            self._records.append(chunk)
-        for chunk in other._gt_rows:
-            chunk["image"] = chunk["image"] + offset
-            self._gt_rows.append(chunk)
+        for chunk in other._chunks:
+            self._chunks.append(dataclasses.replace(chunk, images=chunk.images + offset,
+                                                    gt_image=chunk.gt_image + offset))
         self._pending.images += [i + offset for i in other._pending.images]
         self._num_detections += other._num_detections
         self.image_ids += other.image_ids
@@ -390,76 +378,111 @@ class MeanAveragePrecision:
         """The report of every image so far: ``report.to_dict()`` is the CLI's JSON."""
         self._flush()
         rank = self._image_rank()
-        gt = _concat(self._gt_rows, ("label", "image", "flags", "boxes", "area"))
-        rec = _concat(self._records, ("label", "score", "image"))
-        labels = np.unique(np.concatenate([gt["label"], rec["label"]]))
+        chunks = self._chunks
+        gt_label = _cat([c.gt_label for c in chunks], np.int64)
+        gt_image = _cat([c.gt_image for c in chunks], np.int64)
+        gt_flags = _cat([c.gt_flags for c in chunks], bool)
+        gt_boxes = _cat([c.gt_boxes for c in chunks], np.float64).reshape(-1, 4)
+        gt_area = _cat([c.gt_area for c in chunks], np.float64)
+        labels = np.unique(_cat([c.labels for c in chunks], np.int64))
         if self.class_names is not None:
             labels = np.array(sorted(self.class_names), dtype=np.int64)
         names = [self.class_names[int(x)] if self.class_names else str(int(x)) for x in labels]
         K = labels.shape[0]
-        gt_cls = np.searchsorted(labels, gt["label"])
-        rec_cls = np.searchsorted(labels, rec["label"])
+        gt_cls = np.searchsorted(labels, gt_label)
         # fingerprint keys as the loaders use them: COCO category ids, VOC class names
         fp_keys = names if self.protocol != "coco" else [int(x) for x in labels]
         inputs = {"source": "MeanAveragePrecision", "num_images": len(self.image_ids),
                   "num_detections": int(self._num_detections),
                   "ground_truth_sha256": fingerprint_rows(
-                      np.array(self.image_ids, dtype=object)[gt["image"]]
+                      np.array(self.image_ids, dtype=object)[gt_image]
                       if len(self.image_ids) else [],
-                      [fp_keys[c] for c in gt_cls], gt["boxes"].reshape(-1, 4),
-                      gt["flags"] if self.protocol != "coco" else np.zeros(gt_cls.shape, bool),
-                      gt["flags"] if self.protocol == "coco" else np.zeros(gt_cls.shape, bool),
-                      gt["area"])}
+                      [fp_keys[c] for c in gt_cls], gt_boxes,
+                      gt_flags if self.protocol != "coco" else np.zeros(gt_cls.shape, bool),
+                      gt_flags if self.protocol == "coco" else np.zeros(gt_cls.shape, bool),
+                      gt_area)}
+        # each chunk's records in the global class table and image order, then the
+        # matcher's own record concatenation (per-class counts summed)
+        width = 1 + max([int(c.record_position.max()) for c in chunks
+                         if c.record_position.shape[0]], default=0)
+        parts = [c.in_global_order(labels, rank, width) for c in chunks]
         if self.protocol == "coco":
-            extra = _concat(self._records, ("rank",))
             A, T = len(self.area_ranges), self.iou_thresholds.shape[0]
-            matched = _concat3(self._records, "matched", A, T)
-            ignored = _concat3(self._records, "ignored", A, T)
-            gt_ig = _concat(self._gt_rows, ("ignored",))["ignored"].reshape(-1, A)
-            num_gt = np.zeros((K, A), dtype=np.int64)
-            for a in range(A):
-                num_gt[:, a] = np.bincount(gt_cls[~gt_ig[:, a]], minlength=K)
-            matches = CocoMatches(class_idx=rec_cls, scores=rec["score"],
-                                  image_key=rank[rec["image"]], rank=extra["rank"],
-                                  matched=matched, ignored=ignored, num_gt=num_gt)
+            if not parts:
+                parts = [CocoMatches(
+                    class_idx=np.zeros(0, np.int64), scores=np.zeros(0),
+                    image_key=np.zeros(0, np.int64), rank=np.zeros(0, np.int64),
+                    matched=np.zeros((0, A, T), bool), ignored=np.zeros((0, A, T), bool),
+                    num_gt=np.zeros((K, A), np.int64))]
+            matches = CocoMatches.concatenate(parts)
             summary = summarize_coco(matches, self.iou_thresholds, list(self.area_ranges),
                                      self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr)
             return coco_report(summary, labels, names, self.iou_thresholds, self.area_ranges,
                                self.max_dets, COCO_RECALL_THRESHOLDS, inputs=inputs)
-        extra = _concat(self._records, ("position", "outcome"))
-        width = int(extra["position"].max()) + 1 if extra["position"].shape[0] else 1
-        tie_key = rank[rec["image"]] * width + extra["position"]
-        difficult = gt["flags"].astype(bool)
-        matches = VocMatches(
-            class_idx=rec_cls, scores=rec["score"], tie_key=tie_key,
-            outcome=extra["outcome"].astype(np.int8),
-            num_gt=np.bincount(gt_cls[~difficult], minlength=K).astype(np.int64),
-            num_difficult=np.bincount(gt_cls[difficult], minlength=K).astype(np.int64))
+        if not parts:
+            parts = [VocMatches(class_idx=np.zeros(0, np.int64), scores=np.zeros(0),
+                                tie_key=np.zeros(0, np.int64), outcome=np.zeros(0, np.int8),
+                                num_gt=np.zeros(K, np.int64), num_difficult=np.zeros(K, np.int64))]
+        matches = VocMatches.concatenate(parts)
         summary = summarize_voc(matches, self.protocol, self.compat)
         return voc_report(summary, names, self.protocol, self.compat, self.iou_threshold,
                           inputs=inputs)
 
 
-def _concat(chunks: List[dict], keys: Sequence[str]) -> Dict[str, np.ndarray]:
-    out = {}
-    for k in keys:
-        parts = [c[k] for c in chunks]
-        if parts:
-            out[k] = np.concatenate(parts)
-        elif k == "boxes":
-            out[k] = np.zeros((0, 4))
-        elif k in ("score", "area"):
-            out[k] = np.zeros(0)
-        elif k in ("flags",):
-            out[k] = np.zeros(0, dtype=bool)
-        else:
-            out[k] = np.zeros(0, dtype=np.int64)
-    return out
+def _cat(parts: List[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
-def _concat3(chunks: List[dict], key: str, A: int, T: int) -> np.ndarray:
-    parts = [c[key] for c in chunks]
-    return np.concatenate(parts, axis=0) if parts else np.zeros((0, A, T), dtype=bool)
+@dataclasses.dataclass(frozen=True)
+class _Chunk:
+    """One matching pass of the metric: the matcher's typed records, in the pass's own
+    class table, with what places them among every image of the metric.
+
+    Attributes
+    ----------
+    matches : CocoMatches or VocMatches
+        As :func:`match_coco` / :func:`match_voc` returned them (classes index ``labels``).
+    labels : ndarray of int64, shape (K_c,)
+    images : ndarray of int64, shape (I_c,)
+        The metric-local image of each of the pass's images.
+    record_image : ndarray of int64, shape (N,)
+        The pass's image of each record.
+    record_position : ndarray of int64, shape (N,)
+        VOC: the prediction's position within its image (the tie key after the image).
+    gt_label, gt_image, gt_boxes, gt_flags, gt_area : ndarray
+        The pass's ground truth (for the fingerprint).
+    """
+
+    matches: Any
+    labels: np.ndarray
+    images: np.ndarray
+    record_image: np.ndarray
+    record_position: np.ndarray
+    gt_label: np.ndarray
+    gt_image: np.ndarray
+    gt_boxes: np.ndarray
+    gt_flags: np.ndarray
+    gt_area: np.ndarray
+
+    def in_global_order(self, labels: np.ndarray, image_rank: np.ndarray, width: int):
+        """The records with classes in ``labels`` and images keyed by ``image_rank``."""
+        m = self.matches
+        remap = np.searchsorted(labels, self.labels)
+        image_key = image_rank[self.images[self.record_image]]
+        K = labels.shape[0]
+
+        def counts(per_class):
+            out = np.zeros((K,) + per_class.shape[1:], dtype=np.int64)
+            np.add.at(out, remap, per_class)
+            return out
+
+        if isinstance(m, CocoMatches):
+            return CocoMatches(class_idx=remap[m.class_idx], scores=m.scores,
+                               image_key=image_key, rank=m.rank, matched=m.matched,
+                               ignored=m.ignored, num_gt=counts(m.num_gt))
+        return VocMatches(class_idx=remap[m.class_idx], scores=m.scores,
+                          tie_key=image_key * width + self.record_position, outcome=m.outcome,
+                          num_gt=counts(m.num_gt), num_difficult=counts(m.num_difficult))
 
 
 from .metric_tm import TorchmetricsMode  # noqa: E402  (after MeanAveragePrecision)

@@ -313,7 +313,7 @@ def test_coco_equals_evaluate_coco_in_small_chunks(case, small_flush):
     for strategy in CHUNKED_STRATEGIES:
         m = strategy(coco_metric_factory(case), ids, preds, targets)
         assert_same_coco(m.compute().to_dict(), coco_reference(case))
-        assert len(m._records) > 1  # (private) the patch took effect: several matching passes
+        assert len(m._chunks) > 1  # (private) the patch took effect: several matching passes
 
 
 def test_coco_num_detections_counts_every_prediction():
