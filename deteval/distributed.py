@@ -47,7 +47,7 @@ from .errors import InputError, expected
 from .params import COCO_MAX_DETS, COCO_RECALL_THRESHOLDS, coco_params
 from .tables import Detections, GroundTruth
 
-__all__ = ["evaluate_coco", "evaluate_voc", "connect", "disconnect", "expand_shards", "load_shard"]
+__all__ = ["evaluate_coco", "evaluate_voc", "compute_metric", "connect", "disconnect", "expand_shards", "load_shard"]
 
 PathLike = Union[str, os.PathLike]
 SHARD_FORMATS = (".json", ".jsonl", ".ndjson", ".parquet")
@@ -511,3 +511,116 @@ def evaluate_voc(annotations: PathLike, shards: Union[PathLike, Sequence[PathLik
     return dataclasses.replace(report, engine={"name": "dask", "workers": workers,
                                                "partitions": 1, "class_partitions": Q,
                                                "shards": len(folders)})
+
+
+# ------------------------------------------------------------- streaming metrics
+
+def _metric_meta(metric):
+    """A rank's metric, matched: its image ids, labels and ground-truth columns (small)."""
+    metric._flush()
+    chunks = metric._chunks
+    cat = (lambda f, dt: np.concatenate([getattr(c, f) for c in chunks]) if chunks
+           else np.zeros(0, dtype=dt))
+    return {"image_ids": list(metric.image_ids), "labels": cat("labels", np.int64),
+            "gt_label": cat("gt_label", np.int64), "gt_image": cat("gt_image", np.int64),
+            "gt_boxes": cat("gt_boxes", np.float64).reshape(-1, 4),
+            "gt_flags": cat("gt_flags", bool), "gt_area": cat("gt_area", np.float64),
+            "num_detections": int(metric._num_detections)}
+
+
+def _metric_records(metric, labels, image_rank, class_partitions):
+    """A rank's records in the global class table and image order, by class partition."""
+    from .match import CocoMatches
+    metric._flush()
+    parts = [c.in_global_order(labels, image_rank, 1) for c in metric._chunks]
+    K, A = labels.shape[0], len(metric.area_ranges)
+    T = metric.iou_thresholds.shape[0]
+    if not parts:
+        parts = [CocoMatches(class_idx=np.zeros(0, np.int64), scores=np.zeros(0),
+                             image_key=np.zeros(0, np.int64), rank=np.zeros(0, np.int64),
+                             matched=np.zeros((0, A, T), bool), ignored=np.zeros((0, A, T), bool),
+                             num_gt=np.zeros((K, A), np.int64))]
+    m = CocoMatches.concatenate(parts)
+    out = []
+    for q in range(class_partitions):
+        rows = np.flatnonzero(m.class_idx % class_partitions == q)
+        out.append(CocoMatches(class_idx=m.class_idx[rows], scores=m.scores[rows],
+                               image_key=m.image_key[rows], rank=m.rank[rows],
+                               matched=m.matched[rows], ignored=m.ignored[rows],
+                               num_gt=np.zeros_like(m.num_gt)))
+    return out, m.num_gt
+
+
+def compute_metric(metrics: Sequence[Any], *, client: Any, class_partitions: Optional[int] = None):
+    """The report of several streaming metrics (``MeanAveragePrecision(protocol="coco")``,
+    one per training rank, as objects or as futures on the cluster), reduced on the cluster.
+
+    Equal to merging them in the given order and calling ``compute()`` (disjoint image ids),
+    but the records never gather in one process: each rank's records go, by class partition,
+    to the workers that accumulate them; the client receives the image ids and ground truth
+    (for the report's fingerprint) and the ``(T, R, K, A, M)`` arrays.
+    """
+    _require_dask()
+    from .ap import summarize_accumulated
+    from .params import COCO_RECALL_THRESHOLDS as R_THR
+    from .report import coco_report
+    from .tables import fingerprint_rows
+    futures = [m if type(m).__name__ == "Future" else client.scatter(m, hash=False)
+               for m in metrics]
+    metas = client.gather([client.submit(_metric_meta, f, pure=False) for f in futures])
+    first = client.submit(lambda m: (m.protocol, m.iou_thresholds, dict(m.area_ranges),
+                                     tuple(m.max_dets), m._default_thr, m.class_names),
+                          futures[0], pure=False).result()
+    protocol, thr, areas, md, default, class_names = first
+    if protocol != "coco":
+        raise InputError(expected("protocol", "'coco' for a cluster reduction", protocol))
+    ids = [i for meta in metas for i in meta["image_ids"]]
+    if len(set(ids)) != len(ids):
+        raise InputError("Expected disjoint image ids across the metrics but some repeat",
+                         "compute_metric()")
+    if all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids):
+        keys = np.array(ids, dtype=np.int64) if ids else np.zeros(0, np.int64)
+    else:
+        keys = np.array([str(i) for i in ids], dtype=object)
+    order = np.argsort(keys, kind="stable")
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    labels = np.unique(np.concatenate([meta["labels"] for meta in metas] +
+                                      [meta["gt_label"] for meta in metas] +
+                                      [np.zeros(0, np.int64)]))
+    if class_names is not None:
+        labels = np.array(sorted(class_names), dtype=np.int64)
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    Q = int(class_partitions or max(1, min(2 * workers, labels.shape[0] or 1)))
+    offsets = np.cumsum([0] + [len(meta["image_ids"]) for meta in metas])
+    recs = [client.submit(_metric_records, f, labels, rank[offsets[i]:offsets[i + 1]], Q,
+                          pure=False) for i, f in enumerate(futures)]
+    num_gt = client.submit(_sum, *[client.submit(_num_gt_of, r, pure=False) for r in recs],
+                           pure=False)
+    md_arr = np.asarray(md, dtype=np.int64)
+    parts = [client.submit(_accumulate_partition, q, Q, num_gt, md_arr, R_THR,
+                           *[client.submit(_records_of, r, q, pure=False) for r in recs],
+                           pure=False) for q in range(Q)]
+    K, A, T, M = labels.shape[0], len(areas), thr.shape[0], md_arr.shape[0]
+    precision = np.full((T, R_THR.shape[0], K, A, M), np.nan)
+    recall = np.full((T, K, A, M), np.nan)
+    for fut in parts:
+        classes, prec_q, rec_q = fut.result()
+        precision[:, :, classes] = prec_q
+        recall[:, classes] = rec_q
+    summary = summarize_accumulated(precision, recall, thr, list(areas), md, default)
+    names = [class_names[int(x)] if class_names else str(int(x)) for x in labels]
+    gt_image = np.concatenate([meta["gt_image"] + offsets[i] for i, meta in enumerate(metas)])
+    gt_cls = np.searchsorted(labels, np.concatenate([meta["gt_label"] for meta in metas]))
+    flags = np.concatenate([meta["gt_flags"] for meta in metas])
+    inputs = {"source": "MeanAveragePrecision", "num_images": len(ids),
+              "num_detections": int(sum(meta["num_detections"] for meta in metas)),
+              "ground_truth_sha256": fingerprint_rows(
+                  np.array(ids, dtype=object)[gt_image] if ids else [],
+                  [int(labels[c]) for c in gt_cls],
+                  np.concatenate([meta["gt_boxes"] for meta in metas]).reshape(-1, 4),
+                  np.zeros(gt_cls.shape, bool), flags,
+                  np.concatenate([meta["gt_area"] for meta in metas]))}
+    report = coco_report(summary, labels, names, thr, areas, md, R_THR, inputs=inputs)
+    return _with_engine(report, {"name": "dask", "workers": workers, "partitions": len(metrics),
+                                 "class_partitions": Q, "shards": len(metrics)})

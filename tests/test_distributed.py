@@ -257,3 +257,39 @@ def test_voc_cli_and_missing_shard(tmp_path):
     with pytest.raises(InputError, match="missing"):
         from distributed import Client  # noqa: F401
         dd.evaluate_voc(VOC_ANN, [str(tmp_path / "absent")], client=None)
+
+
+def test_streaming_metrics_reduced_on_the_cluster(client):
+    """Per-rank metrics reduced on the cluster equal merging them and computing."""
+    gt = json.loads(FIXTURE_GT.read_text())
+    results = json.loads(FIXTURE_RES.read_text())
+    by_image = {}
+    for a in gt["annotations"]:
+        by_image.setdefault(a["image_id"], ([], []))[0].append(a)
+    for r in results:
+        by_image.setdefault(r["image_id"], ([], []))[1].append(r)
+    ids = [im["id"] for im in gt["images"]]
+    names = {c["id"]: c["name"] for c in gt["categories"]}
+
+    def inputs(i):
+        anns, res = by_image.get(i, ([], []))
+        return ({"boxes": np.array([r["bbox"] for r in res]).reshape(-1, 4),
+                 "scores": np.array([r["score"] for r in res]),
+                 "labels": np.array([r["category_id"] for r in res], dtype=np.int64)},
+                {"boxes": np.array([a["bbox"] for a in anns]).reshape(-1, 4),
+                 "labels": np.array([a["category_id"] for a in anns], dtype=np.int64),
+                 "iscrowd": np.array([a.get("iscrowd", 0) for a in anns]),
+                 "area": np.array([a["area"] for a in anns])})
+
+    ranks = []
+    for r in range(3):
+        m = deteval.MeanAveragePrecision("coco", "xywh", class_names=names)
+        mine = ids[r::3]
+        pairs = [inputs(i) for i in mine]
+        m.update([p for p, _ in pairs], [t for _, t in pairs], image_ids=mine)
+        ranks.append(m)
+    got = dd.compute_metric(ranks, client=client).to_dict()
+    merged = copy.deepcopy(ranks[0]).merge(ranks[1]).merge(ranks[2]).compute().to_dict()
+    got.pop("engine")
+    assert got == merged
+    assert got["stats"] == deteval.evaluate_coco(FIXTURE_GT, FIXTURE_RES).to_dict()["stats"]
