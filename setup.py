@@ -20,7 +20,13 @@ class BuildExt(build_ext):
 
 setup(
     ext_modules=[
-        Extension("deteval._textscan", ["deteval/_textscan.c"], optional=True),
+        # one translation unit: deteval/_textscan.c includes its parts from
+        # deteval/_textscan_src/ (one grammar per file)
+        Extension("deteval._textscan", ["deteval/_textscan.c"],
+                  depends=[f"deteval/_textscan_src/{n}" for n in (
+                      "common.h", "numbers.h", "id_table.h", "detections.h", "voc_xml.h",
+                      "voc_files.h", "detection_files.h", "coco_results.h")],
+                  optional=True),
         Extension("deteval._kernels", ["deteval/_kernels.c"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},

@@ -88,6 +88,9 @@ free_copies(void **copies, int count)
         PyMem_RawFree(copies[i]);
 }
 
+/* Outcome of a VOC detection, as deteval.match's TP / FP / IGNORED */
+enum outcome { OUTCOME_FP = 0, OUTCOME_TP = 1, OUTCOME_IGNORED = -1 };
+
 /* ---------------------------------------------------------------- rank_order */
 
 typedef struct {
@@ -196,8 +199,9 @@ desc_score_key(double s)
 }
 
 static PyObject *
-rank_order(PyObject *self, PyObject *args)
+rank_order(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"major", "scores", "tie", NULL};
     PyObject *major_o, *scores_o, *tie_o, *out = NULL;
     Py_buffer major = {0}, scores = {0}, tie = {0};
     Py_ssize_t n = -1, i;
@@ -212,7 +216,7 @@ rank_order(PyObject *self, PyObject *args)
     (void)self;
     memset(views, 0, sizeof views);
 
-    if (!PyArg_ParseTuple(args, "OOO:rank_order", &major_o, &scores_o, &tie_o))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:rank_order", kwlist, &major_o, &scores_o, &tie_o))
         return NULL;
     if (get_buf(scores_o, &scores, sizeof(double), &n, "scores") < 0)
         return NULL;
@@ -357,11 +361,20 @@ group_rows(const int64_t *a, const int64_t *b, int64_t mult, Py_ssize_t g, size_
 
 /* ----------------------------------------------------------------- voc_match */
 
+/* argument positions of voc_match */
+enum {
+    V_ORDER = 0, V_DET_IMAGE = 1, V_DET_CLASS = 2, V_DET_BOXES = 3, V_GT_IMAGE = 4,
+    V_GT_CLASS = 5, V_GT_BOXES = 6, V_GT_DIFFICULT = 7, N_VOC_MATCH_ARGS
+};
+
 static PyObject *
-voc_match(PyObject *self, PyObject *args)
+voc_match(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *o[8], *out = NULL;
-    Py_buffer b[8];
+    static char *kwlist[] = {
+        "order", "det_image", "det_class", "det_boxes", "gt_image", "gt_class", "gt_boxes",
+        "gt_difficult", "num_groups_per_image", "iou_threshold", "inclusive", NULL};
+    PyObject *o[N_VOC_MATCH_ARGS], *out = NULL;
+    Py_buffer b[N_VOC_MATCH_ARGS];
     long long per_image;
     double thr;
     int inclusive, k;
@@ -375,28 +388,28 @@ voc_match(PyObject *self, PyObject *args)
     (void)self;
 
     memset(b, 0, sizeof b);
-    if (!PyArg_ParseTuple(args, "OOOOOOOOLdp:voc_match", &o[0], &o[1], &o[2], &o[3], &o[4],
-                          &o[5], &o[6], &o[7], &per_image, &thr, &inclusive))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOLdp:voc_match", kwlist, &o[V_ORDER], &o[V_DET_IMAGE], &o[V_DET_CLASS], &o[V_DET_BOXES], &o[V_GT_IMAGE],
+                          &o[V_GT_CLASS], &o[V_GT_BOXES], &o[V_GT_DIFFICULT], &per_image, &thr, &inclusive))
         return NULL;
-    if (get_buf(o[0], &b[0], 8, &n, "order") < 0 || get_buf(o[1], &b[1], 8, &n, "det_image") < 0 ||
-        get_buf(o[2], &b[2], 8, &n, "det_class") < 0)
+    if (get_buf(o[V_ORDER], &b[V_ORDER], 8, &n, "order") < 0 || get_buf(o[V_DET_IMAGE], &b[V_DET_IMAGE], 8, &n, "det_image") < 0 ||
+        get_buf(o[V_DET_CLASS], &b[V_DET_CLASS], 8, &n, "det_class") < 0)
         goto done;
     n4 = 4 * n;
-    if (get_buf(o[3], &b[3], 8, &n4, "det_boxes") < 0 ||
-        get_buf(o[4], &b[4], 8, &g, "gt_image") < 0 || get_buf(o[5], &b[5], 8, &g, "gt_class") < 0)
+    if (get_buf(o[V_DET_BOXES], &b[V_DET_BOXES], 8, &n4, "det_boxes") < 0 ||
+        get_buf(o[V_GT_IMAGE], &b[V_GT_IMAGE], 8, &g, "gt_image") < 0 || get_buf(o[V_GT_CLASS], &b[V_GT_CLASS], 8, &g, "gt_class") < 0)
         goto done;
     g4 = 4 * g;
-    if (get_buf(o[6], &b[6], 8, &g4, "gt_boxes") < 0 ||
-        get_buf(o[7], &b[7], 1, &g, "gt_difficult") < 0)
+    if (get_buf(o[V_GT_BOXES], &b[V_GT_BOXES], 8, &g4, "gt_boxes") < 0 ||
+        get_buf(o[V_GT_DIFFICULT], &b[V_GT_DIFFICULT], 1, &g, "gt_difficult") < 0)
         goto done;
     if (privatize(b, copies, 8) < 0)
         goto done;
     {
-        const int64_t *order = (const int64_t *)b[0].buf, *di = (const int64_t *)b[1].buf,
-                      *dc = (const int64_t *)b[2].buf, *gi = (const int64_t *)b[4].buf,
-                      *gc = (const int64_t *)b[5].buf;
-        const double *db = (const double *)b[3].buf, *gb = (const double *)b[6].buf;
-        const unsigned char *gd = (const unsigned char *)b[7].buf;
+        const int64_t *order = (const int64_t *)b[V_ORDER].buf, *di = (const int64_t *)b[V_DET_IMAGE].buf,
+                      *dc = (const int64_t *)b[V_DET_CLASS].buf, *gi = (const int64_t *)b[V_GT_IMAGE].buf,
+                      *gc = (const int64_t *)b[V_GT_CLASS].buf;
+        const double *db = (const double *)b[V_DET_BOXES].buf, *gb = (const double *)b[V_GT_BOXES].buf;
+        const unsigned char *gd = (const unsigned char *)b[V_GT_DIFFICULT].buf;
         signed char *res;
         size_t limit;
         if (per_image <= 0) {
@@ -464,14 +477,14 @@ voc_match(PyObject *self, PyObject *args)
             }
             hit = best_gt >= 0 && (inclusive ? best >= thr : best > thr);
             if (!hit)
-                res[i] = 0;
+                res[i] = OUTCOME_FP;
             else if (gd[best_gt])
-                res[i] = -1;
+                res[i] = OUTCOME_IGNORED;
             else if (claimed[best_gt])
-                res[i] = 0;
+                res[i] = OUTCOME_FP;
             else {
                 claimed[best_gt] = 1;
-                res[i] = 1;
+                res[i] = OUTCOME_TP;
             }
         }
         Py_END_ALLOW_THREADS
@@ -502,11 +515,20 @@ done:
  * is available), non-ignored GT first, the later GT (row order) among equal IoUs. The
  * IoU is pycocotools' bbIou with the operations of deteval.match.coco_pair_ious (same
  * doubles); a NaN IoU never matches. None when the dense group table would be too large. */
+/* argument positions of coco_match */
+enum {
+    C_REC_GROUP = 0, C_REC_BOXES = 1, C_GT_GROUP = 2, C_GT_BOXES = 3, C_GT_CROWD = 4,
+    C_GT_IGNORED = 5, C_THRESHOLDS = 6, N_COCO_MATCH_ARGS
+};
+
 static PyObject *
-coco_match(PyObject *self, PyObject *args)
+coco_match(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *o[7], *out_m = NULL, *out_i = NULL, *result = NULL;
-    Py_buffer b[7];
+    static char *kwlist[] = {
+        "rec_group", "rec_boxes", "gt_group", "gt_boxes", "gt_crowd", "gt_ignored",
+        "thresholds", "num_groups", NULL};
+    PyObject *o[N_COCO_MATCH_ARGS], *out_m = NULL, *out_i = NULL, *result = NULL;
+    Py_buffer b[N_COCO_MATCH_ARGS];
     long long num_groups;
     Py_ssize_t n = -1, n4, g = -1, g4, ga = -1, t_count = -1, i, a_count, at;
     int64_t *start = NULL, *gt_sorted = NULL, *cand = NULL;
@@ -517,18 +539,18 @@ coco_match(PyObject *self, PyObject *args)
     (void)self;
 
     memset(b, 0, sizeof b);
-    if (!PyArg_ParseTuple(args, "OOOOOOOL:coco_match", &o[0], &o[1], &o[2], &o[3], &o[4],
-                          &o[5], &o[6], &num_groups))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOL:coco_match", kwlist, &o[C_REC_GROUP], &o[C_REC_BOXES], &o[C_GT_GROUP], &o[C_GT_BOXES], &o[C_GT_CROWD],
+                          &o[C_GT_IGNORED], &o[C_THRESHOLDS], &num_groups))
         return NULL;
-    if (get_buf(o[0], &b[0], 8, &n, "rec_group") < 0)
+    if (get_buf(o[C_REC_GROUP], &b[C_REC_GROUP], 8, &n, "rec_group") < 0)
         goto done;
     n4 = 4 * n;
-    if (get_buf(o[1], &b[1], 8, &n4, "rec_boxes") < 0 || get_buf(o[2], &b[2], 8, &g, "gt_group") < 0)
+    if (get_buf(o[C_REC_BOXES], &b[C_REC_BOXES], 8, &n4, "rec_boxes") < 0 || get_buf(o[C_GT_GROUP], &b[C_GT_GROUP], 8, &g, "gt_group") < 0)
         goto done;
     g4 = 4 * g;
-    if (get_buf(o[3], &b[3], 8, &g4, "gt_boxes") < 0 || get_buf(o[4], &b[4], 1, &g, "gt_crowd") < 0 ||
-        get_buf(o[5], &b[5], 1, &ga, "gt_ignored") < 0 ||
-        get_buf(o[6], &b[6], 8, &t_count, "thresholds") < 0)
+    if (get_buf(o[C_GT_BOXES], &b[C_GT_BOXES], 8, &g4, "gt_boxes") < 0 || get_buf(o[C_GT_CROWD], &b[C_GT_CROWD], 1, &g, "gt_crowd") < 0 ||
+        get_buf(o[C_GT_IGNORED], &b[C_GT_IGNORED], 1, &ga, "gt_ignored") < 0 ||
+        get_buf(o[C_THRESHOLDS], &b[C_THRESHOLDS], 8, &t_count, "thresholds") < 0)
         goto done;
     if (g == 0 ? ga != 0 : ga % g != 0) {
         PyErr_SetString(PyExc_ValueError, "coco_match: gt_ignored must hold G*A flags");
@@ -544,11 +566,11 @@ coco_match(PyObject *self, PyObject *args)
     if (privatize(b, copies, 7) < 0)
         goto done;
     {
-        const int64_t *rg = (const int64_t *)b[0].buf, *gg = (const int64_t *)b[2].buf;
-        const double *rb = (const double *)b[1].buf, *gb = (const double *)b[3].buf;
-        const double *thr = (const double *)b[6].buf;
-        const unsigned char *crowd = (const unsigned char *)b[4].buf;
-        const unsigned char *gign = (const unsigned char *)b[5].buf;
+        const int64_t *rg = (const int64_t *)b[C_REC_GROUP].buf, *gg = (const int64_t *)b[C_GT_GROUP].buf;
+        const double *rb = (const double *)b[C_REC_BOXES].buf, *gb = (const double *)b[C_GT_BOXES].buf;
+        const double *thr = (const double *)b[C_THRESHOLDS].buf;
+        const unsigned char *crowd = (const unsigned char *)b[C_GT_CROWD].buf;
+        const unsigned char *gign = (const unsigned char *)b[C_GT_IGNORED].buf;
         unsigned char *mt, *mi;
         size_t limit = 4 * (size_t)(n + g) + ((size_t)1 << 22), groups;
         Py_ssize_t max_gt = 0;
@@ -686,14 +708,15 @@ done:
  * A string with a character outside '0'..'o', a truncated group or a count outside
  * [0, 2^32) raises ValueError naming the string's position. */
 static PyObject *
-rle_decode(PyObject *self, PyObject *args)
+rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"strings", NULL};
     PyObject *seq, *fast = NULL, *counts = NULL, *lengths = NULL, *totals_o = NULL,
              *areas_o = NULL, *result = NULL;
     Py_ssize_t n, i, total = 0, cap = 1024;
     uint32_t *buf = NULL;
     int64_t *lens = NULL, *pix = NULL, *fg = NULL;
-    if (!PyArg_ParseTuple(args, "O:rle_decode", &seq))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:rle_decode", kwlist, &seq))
         return NULL;
     fast = PySequence_Fast(seq, "rle_decode: expected a sequence of bytes");
     if (!fast)
@@ -791,9 +814,18 @@ done:
  * 0 when i == 0. Mask j of a set = counts[offsets[j]:offsets[j+1]] (uint32 runs);
  * areas_a: int64 foreground pixels of each mask a. Masks of a pair cover the same image (the caller
  * checks sizes). Runs with the GIL held: nothing the caller owns is read unlocked. */
+/* argument positions of rle_iou */
+enum {
+    R_COUNTS_A = 0, R_OFFSETS_A = 1, R_AREAS_A = 2, R_COUNTS_B = 3, R_OFFSETS_B = 4,
+    R_PAIR_A = 5, R_PAIR_B = 6, R_CROWD_B = 7, N_RLE_IOU_ARGS
+};
+
 static PyObject *
-rle_iou(PyObject *self, PyObject *args)
+rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {
+        "counts_a", "offsets_a", "areas_a", "counts_b", "offsets_b", "pair_a", "pair_b",
+        "crowd_b", NULL};
     PyObject *o[8], *out = NULL;
     Py_buffer b[8];
     Py_ssize_t nca = -1, noa = -1, nma, ncb = -1, nob = -1, nmb, np_ = -1, np2, np3, p;
@@ -804,13 +836,13 @@ rle_iou(PyObject *self, PyObject *args)
     int k;
     void *copies[4] = {NULL, NULL, NULL, NULL};
     memset(b, 0, sizeof b);
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:rle_iou", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                          &o[6], &o[7]))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO:rle_iou", kwlist, &o[R_COUNTS_A], &o[R_OFFSETS_A], &o[R_AREAS_A], &o[R_COUNTS_B], &o[R_OFFSETS_B], &o[R_PAIR_A],
+                          &o[R_PAIR_B], &o[R_CROWD_B]))
         return NULL;
-    if (get_buf(o[0], &b[0], 4, &nca, "counts_a") < 0 ||
-        get_buf(o[1], &b[1], 8, &noa, "offsets_a") < 0 ||
-        get_buf(o[3], &b[3], 4, &ncb, "counts_b") < 0 ||
-        get_buf(o[4], &b[4], 8, &nob, "offsets_b") < 0)
+    if (get_buf(o[R_COUNTS_A], &b[R_COUNTS_A], 4, &nca, "counts_a") < 0 ||
+        get_buf(o[R_OFFSETS_A], &b[R_OFFSETS_A], 8, &noa, "offsets_a") < 0 ||
+        get_buf(o[R_COUNTS_B], &b[R_COUNTS_B], 4, &ncb, "counts_b") < 0 ||
+        get_buf(o[R_OFFSETS_B], &b[R_OFFSETS_B], 8, &nob, "offsets_b") < 0)
         goto done;
     nma = noa - 1;
     nmb = nob - 1;
@@ -818,39 +850,39 @@ rle_iou(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "offsets: expected at least one item");
         goto done;
     }
-    if (get_buf(o[2], &b[2], 8, &nma, "areas_a") < 0 ||
-        get_buf(o[5], &b[5], 8, &np_, "pair_a") < 0)
+    if (get_buf(o[R_AREAS_A], &b[R_AREAS_A], 8, &nma, "areas_a") < 0 ||
+        get_buf(o[R_PAIR_A], &b[R_PAIR_A], 8, &np_, "pair_a") < 0)
         goto done;
     np2 = np_;
     np3 = np_;
-    if (get_buf(o[6], &b[6], 8, &np2, "pair_b") < 0 ||
-        get_buf(o[7], &b[7], 1, &np3, "crowd_b") < 0)
+    if (get_buf(o[R_PAIR_B], &b[R_PAIR_B], 8, &np2, "pair_b") < 0 ||
+        get_buf(o[R_CROWD_B], &b[R_CROWD_B], 1, &np3, "crowd_b") < 0)
         goto done;
     {
-        Py_buffer idx[4] = {b[1], b[4], b[5], b[6]};
-        memset(&b[1], 0, sizeof b[1]);
-        memset(&b[4], 0, sizeof b[4]);
-        memset(&b[5], 0, sizeof b[5]);
-        memset(&b[6], 0, sizeof b[6]);
+        Py_buffer idx[4] = {b[R_OFFSETS_A], b[R_OFFSETS_B], b[R_PAIR_A], b[R_PAIR_B]};
+        memset(&b[R_OFFSETS_A], 0, sizeof b[R_OFFSETS_A]);
+        memset(&b[R_OFFSETS_B], 0, sizeof b[R_OFFSETS_B]);
+        memset(&b[R_PAIR_A], 0, sizeof b[R_PAIR_A]);
+        memset(&b[R_PAIR_B], 0, sizeof b[R_PAIR_B]);
         if (privatize(idx, copies, 4) < 0) {
             for (k = 0; k < 4; k++)
                 if (idx[k].obj)
                     PyBuffer_Release(&idx[k]);
             goto done;
         }
-        b[1].buf = idx[0].buf;
-        b[4].buf = idx[1].buf;
-        b[5].buf = idx[2].buf;
-        b[6].buf = idx[3].buf;
+        b[R_OFFSETS_A].buf = idx[0].buf;
+        b[R_OFFSETS_B].buf = idx[1].buf;
+        b[R_PAIR_A].buf = idx[2].buf;
+        b[R_PAIR_B].buf = idx[3].buf;
     }
-    cnta = b[0].buf;
-    offa = b[1].buf;
-    area = b[2].buf;
-    cntb = b[3].buf;
-    offb = b[4].buf;
-    pa = b[5].buf;
-    pb = b[6].buf;
-    crowd = b[7].buf;
+    cnta = b[R_COUNTS_A].buf;
+    offa = b[R_OFFSETS_A].buf;
+    area = b[R_AREAS_A].buf;
+    cntb = b[R_COUNTS_B].buf;
+    offb = b[R_OFFSETS_B].buf;
+    pa = b[R_PAIR_A].buf;
+    pb = b[R_PAIR_B].buf;
+    crowd = b[R_CROWD_B].buf;
     for (p = 0; p < noa; p++)
         if (offa[p] < 0 || offa[p] > nca || (p && offa[p] < offa[p - 1])) {
             PyErr_SetString(PyExc_ValueError, "offsets_a: not increasing within counts_a");
@@ -917,20 +949,20 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"rank_order", rank_order, METH_VARARGS,
+    {"rank_order", (PyCFunction)(void (*)(void))rank_order, METH_VARARGS | METH_KEYWORDS,
      "rank_order(major, scores, tie) -> bytearray of int64: np.lexsort((tie, -scores, major))\n"
      "(tie may be None: row order)."},
-    {"voc_match", voc_match, METH_VARARGS,
+    {"voc_match", (PyCFunction)(void (*)(void))voc_match, METH_VARARGS | METH_KEYWORDS,
      "voc_match(order, det_image, det_class, det_boxes, gt_image, gt_class, gt_boxes,\n"
      "gt_difficult, num_groups_per_image, iou_threshold, inclusive) -> bytearray of int8\n"
      "outcomes per ranked position (1 TP, 0 FP, -1 ignored), or None."},
-    {"coco_match", coco_match, METH_VARARGS,
+    {"coco_match", (PyCFunction)(void (*)(void))coco_match, METH_VARARGS | METH_KEYWORDS,
      "coco_match(rec_group, rec_boxes, gt_group, gt_boxes, gt_crowd, gt_ignored, thresholds,\n"
      "num_groups) -> (matched, matched_ignored) bytearrays of N*A*T uint8, or None."},
-    {"rle_decode", rle_decode, METH_VARARGS,
+    {"rle_decode", (PyCFunction)(void (*)(void))rle_decode, METH_VARARGS | METH_KEYWORDS,
      "rle_decode(strings) -> (counts, lengths, totals, areas): compressed COCO RLE strings to\n"
      "uint32 runs (concatenated), and the runs, pixels and foreground pixels of each."},
-    {"rle_iou", rle_iou, METH_VARARGS,
+    {"rle_iou", (PyCFunction)(void (*)(void))rle_iou, METH_VARARGS | METH_KEYWORDS,
      "rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, pair_a, pair_b, crowd_b)\n"
      "-> bytearray of float64: pycocotools' rleIou for each (a, b) pair of masks."},
     {NULL, NULL, 0, NULL}};

@@ -200,13 +200,16 @@ def _voc_outcomes_compiled(gt: GroundTruth, det: Detections, order: np.ndarray,
         return None
     i64 = np.int64
     res = _kernels.voc_match(
-        np.ascontiguousarray(order, dtype=i64), np.ascontiguousarray(det.image_idx, dtype=i64),
-        np.ascontiguousarray(det.class_idx, dtype=i64),
-        np.ascontiguousarray(det.boxes, dtype=np.float64),
-        np.ascontiguousarray(gt.image_idx, dtype=i64), np.ascontiguousarray(gt.class_idx, dtype=i64),
-        np.ascontiguousarray(gt.boxes, dtype=np.float64),
-        np.ascontiguousarray(gt.difficult, dtype=bool).view(np.uint8), gt.num_classes,
-        float(iou_threshold), compat == "devkit")
+        order=np.ascontiguousarray(order, dtype=i64),
+        det_image=np.ascontiguousarray(det.image_idx, dtype=i64),
+        det_class=np.ascontiguousarray(det.class_idx, dtype=i64),
+        det_boxes=np.ascontiguousarray(det.boxes, dtype=np.float64),
+        gt_image=np.ascontiguousarray(gt.image_idx, dtype=i64),
+        gt_class=np.ascontiguousarray(gt.class_idx, dtype=i64),
+        gt_boxes=np.ascontiguousarray(gt.boxes, dtype=np.float64),
+        gt_difficult=np.ascontiguousarray(gt.difficult, dtype=bool).view(np.uint8),
+        num_groups_per_image=gt.num_classes, iou_threshold=float(iou_threshold),
+        inclusive=compat == "devkit")
     return None if res is None else np.frombuffer(res, dtype=np.int8)
 
 
@@ -398,13 +401,14 @@ def match_coco(gt: GroundTruth, det: Detections, iou_thresholds: np.ndarray,
     if (pair_iou is None and _kernels is not None and n and len(gt) and K
             and int(image_key.min()) >= 0):
         compiled = _kernels.coco_match(
-            np.ascontiguousarray(det_group[rec], dtype=np.int64),
-            rec_boxes,
-            np.ascontiguousarray(gt_group, dtype=np.int64),
-            np.ascontiguousarray(gt.boxes, dtype=np.float64),
-            np.ascontiguousarray(gt.crowd, dtype=bool).view(np.uint8),
-            np.ascontiguousarray(gt_ignored, dtype=bool).view(np.uint8),
-            np.ascontiguousarray(thr, dtype=np.float64), int(image_key.max()) * K + K)
+            rec_group=np.ascontiguousarray(det_group[rec], dtype=np.int64),
+            rec_boxes=rec_boxes,
+            gt_group=np.ascontiguousarray(gt_group, dtype=np.int64),
+            gt_boxes=np.ascontiguousarray(gt.boxes, dtype=np.float64),
+            gt_crowd=np.ascontiguousarray(gt.crowd, dtype=bool).view(np.uint8),
+            gt_ignored=np.ascontiguousarray(gt_ignored, dtype=bool).view(np.uint8),
+            thresholds=np.ascontiguousarray(thr, dtype=np.float64),
+            num_groups=int(image_key.max()) * K + K)
     if compiled is not None:  # the same walk, group by group, in C
         matched = np.frombuffer(compiled[0], dtype=bool).reshape(n, AT)
         ignored = np.frombuffer(compiled[1], dtype=bool).reshape(n, AT)
