@@ -21,6 +21,7 @@ from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
 from .files import read_input
 
+from .. import _native
 from .._native import textscan as _textscan  # None without it: the Python code is the reference
 
 __all__ = ["load_coco_ground_truth", "load_coco_results"]
@@ -411,14 +412,12 @@ def load_coco_results(source: Source, gt: GroundTruth) -> Detections:
 def _scanned_results(raw: bytes):
     """``(image_id, category_id, score, bbox)`` columns from the C scanner, or None
     (no extension, or a file outside its subset: msgspec decodes it instead)."""
-    scan = getattr(_textscan, "scan_coco_results", None)
-    found = scan(raw) if scan is not None else None
+    if _textscan is None:
+        return None
+    found = _native.scan_coco_results(raw)
     if found is None:
         return None
-    n, img, cat, scores, boxes = found
-    return (np.frombuffer(img, dtype=np.int64), np.frombuffer(cat, dtype=np.int64),
-            np.frombuffer(scores, dtype=np.float64),
-            np.frombuffer(boxes, dtype=np.float64).reshape(n, 4))
+    return found.image_id, found.category_id, found.score, found.bbox
 
 
 def _detections_from_columns(img, cat, boxes, scores, gt: GroundTruth, name: str) -> Detections:

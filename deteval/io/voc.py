@@ -17,6 +17,7 @@ from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
 from .files import XML_MAX_BYTES, check_regular_files, quote, read_input
 
+from .. import _native
 from .._native import textscan as _textscan  # None without it: the Python code is the reference
 
 __all__ = ["load_voc_annotations", "load_voc_detections", "read_imageset",
@@ -276,17 +277,12 @@ def _per_file(file_idx: np.ndarray, ok: np.ndarray, n_files: int):
 def _c_scanned(paths: List[str]):
     """The C reader-scanner's objects as ``(file_idx, name_table, name_idx, boxes,
     difficult, ok)``, and the files it left to lxml (a bool mask); None without it."""
-    scan = getattr(_textscan, "scan_voc_files", None)
-    if scan is None:
+    if _textscan is None:
         return None, np.ones(len(paths), dtype=bool)
-    fallback, counts, table, name_idx, boxes, difficult, ok = scan(paths)
-    counts = np.frombuffer(counts, dtype=np.int64)
-    file_idx = np.repeat(np.arange(len(paths), dtype=np.int64), counts)
-    return ((file_idx, table, np.frombuffer(name_idx, dtype=np.int64),
-             np.frombuffer(boxes, dtype=np.float64).reshape(-1, 4),
-             np.frombuffer(difficult, dtype=np.uint8).astype(bool),
-             np.frombuffer(ok, dtype=np.uint8).astype(bool)),
-            np.frombuffer(fallback, dtype=np.uint8).astype(bool))
+    found = _native.scan_voc_files(paths)
+    file_idx = np.repeat(np.arange(len(paths), dtype=np.int64), found.counts)
+    return ((file_idx, found.names, found.name_idx, found.boxes, found.difficult, found.ok),
+            found.fallback)
 
 
 def _scanned_objects(paths: List[str]):
@@ -490,23 +486,21 @@ def _detection_columns(data: bytes, path: Path, use_c: bool = True):
 
 def _scan_detections_c(data: bytes):
     """C-scanned columns, or None if the Python parser must decide (an error)."""
-    values, id_start, id_len, line, error = _textscan.scan_detections(data)
-    if error is not None:
+    scan = _native.scan_detections(data)
+    if scan.error is not None:
         return None
-    values = np.frombuffer(values, dtype=np.float64).reshape(-1, 5)
+    values = scan.values
     if not np.isfinite(values).all() or \
             ((values[:, 3] < values[:, 1]) | (values[:, 4] < values[:, 2])).any():
         return None
-    line_numbers = np.frombuffer(line, dtype=np.int64)
-    return (_gather_ids(data, np.frombuffer(id_start, dtype=np.int64),
-                        np.frombuffer(id_len, dtype=np.int64)), values, line_numbers)
+    return _gather_ids(data, scan.id_start, scan.id_len), values, scan.line
 
 
 def _id_table(image_ids):
     """The C scanner's table of the UTF-8 encoded image ids (None without it)."""
-    make = getattr(_textscan, "id_table", None)
-    if make is None:
+    if _textscan is None:
         return None
+    make = _native.id_table
     keys = []
     for image_id in image_ids:
         try:  # an id that cannot be a token's exact bytes gets a key no token equals
@@ -669,18 +663,12 @@ def load_voc_detections(detections: PathLike, gt: GroundTruth) -> Detections:
     present = [(k, files[cls]) for k, cls in enumerate(gt.class_names) if cls in files]
     check_regular_files([p for _, p in present], "detection file")
     table = _id_table(gt.image_ids)
-    scan = getattr(_textscan, "scan_detection_files", None)
-    if table is not None and scan is not None:  # one C pass reads and scans every file
-        status, counts, scores, boxes, img = scan([p for _, p in present], table)
-        fast = (np.frombuffer(status, dtype=np.uint8), np.frombuffer(counts, dtype=np.int64),
-                np.frombuffer(scores, dtype=np.float64),
-                np.frombuffer(boxes, dtype=np.float64).reshape(-1, 4),
-                np.frombuffer(img, dtype=np.int64))
-    else:
-        fast = None
-    if fast is not None and not fast[0].any():  # every file read by the C pass
-        scores, boxes, image_idx = fast[2], fast[3], fast[4]
-        class_idx = np.repeat(np.array([k for k, _ in present], dtype=np.int64), fast[1])
+    fast = None
+    if table is not None and _textscan is not None:  # one C pass reads and scans every file
+        fast = _native.scan_detection_files([p for _, p in present], table)
+    if fast is not None and not fast.status.any():  # every file read by the C pass
+        scores, boxes, image_idx = fast.scores, fast.boxes, fast.image_idx
+        class_idx = np.repeat(np.array([k for k, _ in present], dtype=np.int64), fast.counts)
     else:
         scores, boxes, image_idx, class_idx = _detection_parts(present, fast, gt)
     return Detections(
@@ -697,13 +685,13 @@ def _detection_parts(present, fast, gt: GroundTruth):
     position, path), in order: rows of the C pass where it read the file, else the
     reference path (which raises on the first problem, in file order)."""
     lookup = None
-    bounds = None if fast is None else np.concatenate(([0], np.cumsum(fast[1])))
+    bounds = None if fast is None else np.concatenate(([0], np.cumsum(fast.counts)))
     parts_img, parts_cls, parts_val = [], [], []
     for j, (k, path) in enumerate(present):
-        if fast is not None and not fast[0][j]:
+        if fast is not None and not fast.status[j]:
             a, b = bounds[j], bounds[j + 1]
-            img = fast[4][a:b]
-            values = np.column_stack((fast[2][a:b], fast[3][a:b]))
+            img = fast.image_idx[a:b]
+            values = np.column_stack((fast.scores[a:b], fast.boxes[a:b]))
         else:  # the reference path: any error, an unknown or non-UTF-8 id
             ids, values, line_numbers = _detection_columns(_read_text_bytes(path), path)
             if lookup is None:
