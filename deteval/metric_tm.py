@@ -270,8 +270,12 @@ class TorchmetricsMode:
             for name, v in zip(names, stats):
                 out[prefix + name] = np.float32(v)
             if self.extended_summary:
+                matches, gt, det, labels = self._last
+                out[prefix + "ious"] = _pair_iou_dict(gt, det, labels, n_img, int(md[-1]),
+                                                      i_type)
                 out[prefix + "precision"] = np.where(np.isnan(precision), -1.0, precision)
                 out[prefix + "recall"] = np.where(np.isnan(recall), -1.0, recall)
+                out[prefix + "scores"] = _scores_at_recall(matches, thr, rec_thr, md)
             if self.class_metrics:
                 p_cls, r_cls = results[-1]
                 per_map, per_mar = [], []
@@ -340,6 +344,7 @@ class TorchmetricsMode:
 
             kw = {"pair_iou": pair_iou, "det_area": dm.areas.astype(np.float64)}
         matches = match_coco(gt, det, thr, areas, int(md[-1]), **kw)
+        self._last = (matches, gt, det, labels)  # for extended_summary's scores and ious
         if K == 0:
             T, R, A, M = thr.shape[0], rec_thr.shape[0], areas.shape[0], md.shape[0]
             return np.full((T, R, 0, A, M), np.nan), np.full((T, 0, A, M), np.nan)
@@ -348,13 +353,21 @@ class TorchmetricsMode:
     def _tm_output(self, out: Dict[str, Any]) -> Dict[str, Any]:
         """torchmetrics squeezes one-element results to 0-d; tensors when tensors came in."""
         squeezed = {}
+        ious = {k: {key: (v.reshape(()) if isinstance(v, np.ndarray) and v.size == 1 else v)
+                    for key, v in out.pop(k).items()}
+                for k in list(out) if k.endswith("ious")}
         for k, v in out.items():
             v = np.asarray(v)
             squeezed[k] = v.reshape(()) if v.size == 1 else v
+        if ious and self._tensors:
+            import torch
+            ious = {k: {key: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                        for key, v in d.items()} for k, d in ious.items()}
         if not self._tensors:
-            return squeezed
+            return {**squeezed, **ious}
         import torch
-        return {k: torch.from_numpy(np.array(v, copy=True)) for k, v in squeezed.items()}
+        return {**{k: torch.from_numpy(np.array(v, copy=True)) for k, v in squeezed.items()},
+                **ious}
 
 
 def _summarize(precision: np.ndarray, recall: np.ndarray, thr: np.ndarray,
@@ -383,3 +396,75 @@ def _summarize(precision: np.ndarray, recall: np.ndarray, thr: np.ndarray,
             figure(1, None, 2, last), figure(1, None, 3, last), figure(0, None, 0, max_dets[0]),
             figure(0, None, 0, max_dets[1]), figure(0, None, 0, last), figure(0, None, 1, last),
             figure(0, None, 2, last), figure(0, None, 3, last)]
+
+
+def _scores_at_recall(matches, thr: np.ndarray, rec_thr: np.ndarray, max_dets: np.ndarray
+                      ) -> np.ndarray:
+    """pycocotools' ``eval["scores"]`` ``(T, R, K, A, M)``: the score of the detection at
+    which each recall threshold is first reached (0 where it never is, -1 for a class
+    without ground truth in the area range)."""
+    from .ap import coco_rank_order
+    N, A, T = matches.matched.shape
+    K = matches.num_gt.shape[0]
+    R, M = rec_thr.shape[0], max_dets.shape[0]
+    out = np.full((T, R, K, A, M), -1.0)
+    order = coco_rank_order(matches)
+    cls = matches.class_idx[order]
+    rank = matches.rank[order]
+    scores = matches.scores[order]
+    tp = (matches.matched & ~matches.ignored)[order]  # (N, A, T) in ranked order
+    starts = np.searchsorted(cls, np.arange(K + 1))
+    for k in range(K):
+        a0, a1 = starts[k], starts[k + 1]
+        for a in range(A):
+            npig = int(matches.num_gt[k, a])
+            if npig == 0:
+                continue
+            for m in range(M):
+                keep = np.flatnonzero(rank[a0:a1] < max_dets[m]) + a0
+                for t in range(T):
+                    # recall after each kept detection (ignored ones included, as in
+                    # pycocotools' dtScoresSorted), then its searchsorted lookup
+                    rc = np.cumsum(tp[keep, a, t]).astype(np.float64) / npig
+                    j = np.searchsorted(rc, rec_thr, side="left")
+                    ok = j < keep.shape[0]
+                    col = np.zeros(R)
+                    col[ok] = scores[keep[j[ok]]]
+                    out[t, :, k, a, m] = col
+    return out
+
+
+def _pair_iou_dict(gt, det, labels: np.ndarray, n_images: int, max_det: int, i_type: str
+                   ) -> Dict[tuple, Any]:
+    """pycocotools' ``ious``: for every (image index, class id), the IoUs (float32) of the
+    class's detections in that image, by decreasing score (stable) and cut to ``max_det``,
+    with its ground truth in input order; ``[]`` when either side is empty."""
+    from .match import coco_pair_ious
+    out: Dict[tuple, Any] = {}
+    K = labels.shape[0]
+    g_key = gt.image_idx * K + gt.class_idx
+    d_key = det.image_idx * K + det.class_idx
+    g_order = np.argsort(g_key, kind="stable")
+    d_order = np.lexsort((-det.scores, d_key))  # by group, then decreasing score, stable
+    g_bounds = np.searchsorted(g_key[g_order], np.arange(n_images * K + 1))
+    d_bounds = np.searchsorted(d_key[d_order], np.arange(n_images * K + 1))
+    for i in range(n_images):
+        for k in range(K):
+            key = i * K + k
+            gs = g_order[g_bounds[key]:g_bounds[key + 1]]
+            ds = d_order[d_bounds[key]:d_bounds[key + 1]][:max_det]
+            if gs.shape[0] == 0 or ds.shape[0] == 0:
+                out[(i, int(labels[k]))] = []
+                continue
+            if i_type == "segm":
+                from .masks import rle_pair_ious
+                pd = np.repeat(ds, gs.shape[0])
+                pg = np.tile(gs, ds.shape[0])
+                iou = rle_pair_ious(det.masks, gt.masks, pd, pg, gt.crowd[pg])
+            else:
+                pd = np.repeat(np.arange(ds.shape[0]), gs.shape[0])
+                pg = np.tile(np.arange(gs.shape[0]), ds.shape[0])
+                _, _, iou = coco_pair_ious(det.boxes[ds], gt.boxes[gs], gt.crowd[gs], pd, pg,
+                                           0.0)
+            out[(i, int(labels[k]))] = iou.reshape(ds.shape[0], gs.shape[0]).astype(np.float32)
+    return out

@@ -53,9 +53,18 @@ def make_batch(seed, n_images=25, n_labels=4, label_values=None, crowd=True, are
 
 def assert_same(ours, ref):
     import torch
-    assert set(ours) == set(ref) - {"ious", "scores"}, set(ours) ^ set(ref)
+    assert set(ours) == set(ref), set(ours) ^ set(ref)
     for k in ours:
         a, b = ours[k], ref[k]
+        if k.endswith("ious"):
+            assert set(a) == set(b), set(a) ^ set(b)
+            for key in b:
+                if isinstance(b[key], list):
+                    assert a[key] == b[key] == [], key
+                else:
+                    assert tuple(a[key].shape) == tuple(b[key].shape), key
+                    assert torch.allclose(a[key], b[key], atol=1e-6, rtol=0), key
+            continue
         if not isinstance(a, torch.Tensor):
             a = torch.from_numpy(np.asarray(a))
         assert tuple(a.shape) == tuple(b.shape), (k, a.shape, b.shape)
@@ -208,3 +217,42 @@ def test_distributed_two_processes_gloo(tmp_path):
     got = results[0].split(maxsplit=3)
     assert abs(float(got[1]) - float(r["map"])) <= 1e-6
     assert abs(float(got[2]) - float(r["mar_100"])) <= 1e-6
+
+
+def _mask_batch(seed, n_images=8, h=24, w=20):
+    import torch
+    rng = np.random.default_rng(seed)
+    preds, target = [], []
+    for i in range(n_images):
+        g, d = int(rng.integers(1, 4)), int(rng.integers(0, 5))
+
+        def masks(n, around=None):
+            m = np.zeros((n, h, w), dtype=np.uint8)
+            for j in range(n):
+                if around is not None and j < len(around):
+                    base = around[j].copy()
+                    shift = rng.integers(-2, 3, 2)
+                    m[j] = np.roll(np.roll(base, shift[0], 0), shift[1], 1)
+                else:
+                    y, x = rng.integers(0, h - 4), rng.integers(0, w - 4)
+                    m[j, y:y + rng.integers(3, h - y), x:x + rng.integers(3, w - x)] = 1
+            return m
+
+        gm = masks(g)
+        dm_ = masks(d, gm)
+        preds.append(dict(masks=torch.tensor(dm_, dtype=torch.bool),
+                          scores=torch.tensor(np.round(rng.random(d), 1), dtype=torch.float32),
+                          labels=torch.tensor(rng.integers(0, 2, d))))
+        target.append(dict(masks=torch.tensor(gm, dtype=torch.bool),
+                           labels=torch.tensor(rng.integers(0, 2, g))))
+    return preds, target
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_segm_equals_torchmetrics(seed):
+    TM = torchmetrics_map()
+    preds, target = _mask_batch(seed)
+    ours, ref = MeanAveragePrecision(iou_type="segm"), TM(iou_type="segm")
+    ours.update(preds, target)
+    ref.update(preds, target)
+    assert_same(ours.compute(), ref.compute())
