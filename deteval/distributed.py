@@ -255,6 +255,12 @@ def _match_partition(p: int, partitions: int, class_partitions: int, gt: GroundT
     mine = (key[gt.image_idx] % partitions) == p
     gt_p = _rows(gt, mine)
     m = match_coco(gt_p, det, thr, areas, max_det, image_key=key)
+    return _by_class_partition(m, class_partitions), m.num_gt
+
+
+def _by_class_partition(m, class_partitions: int) -> list:
+    """``m``'s records split by ``class mod class_partitions`` (counts left to the caller)."""
+    from .match import CocoMatches
     out = []
     for q in range(class_partitions):
         rows = np.flatnonzero(m.class_idx % class_partitions == q)
@@ -262,7 +268,7 @@ def _match_partition(p: int, partitions: int, class_partitions: int, gt: GroundT
                                image_key=m.image_key[rows], rank=m.rank[rows],
                                matched=m.matched[rows], ignored=m.ignored[rows],
                                num_gt=np.zeros_like(m.num_gt)))
-    return out, m.num_gt
+    return out
 
 
 def _rows(gt: GroundTruth, keep: np.ndarray) -> GroundTruth:
@@ -541,14 +547,7 @@ def _metric_records(metric, labels, image_rank, class_partitions):
                              matched=np.zeros((0, A, T), bool), ignored=np.zeros((0, A, T), bool),
                              num_gt=np.zeros((K, A), np.int64))]
     m = CocoMatches.concatenate(parts)
-    out = []
-    for q in range(class_partitions):
-        rows = np.flatnonzero(m.class_idx % class_partitions == q)
-        out.append(CocoMatches(class_idx=m.class_idx[rows], scores=m.scores[rows],
-                               image_key=m.image_key[rows], rank=m.rank[rows],
-                               matched=m.matched[rows], ignored=m.ignored[rows],
-                               num_gt=np.zeros_like(m.num_gt)))
-    return out, m.num_gt
+    return _by_class_partition(m, class_partitions), m.num_gt
 
 
 def compute_metric(metrics: Sequence[Any], *, client: Any, class_partitions: Optional[int] = None):

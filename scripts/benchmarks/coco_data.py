@@ -5,6 +5,8 @@ data). ``ensure_data`` caches each parameter set under the work folder.
 """
 import os
 
+from benchmarks.runner import dump_json
+
 GEN_VERSION = 2  # bump when the generator changes: cached data is keyed on it
 
 COCO_CATEGORIES = [
@@ -279,19 +281,6 @@ def generate(n_images, dets_per_image, seed, segm=True):
                        for c, nm in COCO_CATEGORIES],
     }
     return instances, results
-
-
-def dump_json(obj, path):
-    tmp = path + ".tmp"
-    try:
-        import orjson
-        with open(tmp, "wb") as f:
-            f.write(orjson.dumps(obj))
-    except ImportError:
-        import json
-        with open(tmp, "w") as f:
-            json.dump(obj, f, separators=(",", ":"))
-    os.replace(tmp, path)
 
 
 def ensure_data(workdir, n_images, dets_per_image, seed, segm):
