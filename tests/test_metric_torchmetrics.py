@@ -256,3 +256,22 @@ def test_segm_equals_torchmetrics(seed):
     ours.update(preds, target)
     ref.update(preds, target)
     assert_same(ours.compute(), ref.compute())
+
+
+def test_bbox_and_segm_together_equal_torchmetrics():
+    import torch
+    TM = torchmetrics_map()
+    preds, target = _mask_batch(7)
+    for item in preds + target:  # boxes around the masks (some loose), as a detector gives
+        m = item["masks"].numpy()
+        boxes = []
+        for mask in m:
+            ys, xs = np.nonzero(mask)
+            boxes.append([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1] if ys.size
+                         else [0, 0, 1, 1])
+        item["boxes"] = torch.tensor(np.array(boxes, dtype=np.float32).reshape(-1, 4))
+    ours = MeanAveragePrecision(iou_type=("bbox", "segm"), class_metrics=True)
+    ref = TM(iou_type=("bbox", "segm"), class_metrics=True)
+    ours.update(preds, target)
+    ref.update(preds, target)
+    assert_same(ours.compute(), ref.compute())
