@@ -23,7 +23,7 @@ import numpy as np
 
 from .ap import summarize_coco, summarize_voc
 from .errors import InputError, expected
-from .params import (COCO_MAX_DETS, COCO_RECALL_THRESHOLDS, VOC_COMPATS, check_choice,
+from .params import (COCO_RECALL_THRESHOLDS, VOC_COMPATS, check_choice,
                      check_iou, coco_params)
 from .match import CocoMatches, VocMatches, match_coco, match_voc
 from .report import CocoReport, VocReport, coco_report, voc_report
@@ -105,16 +105,22 @@ class MeanAveragePrecision:
     def __init__(self, protocol: str = "coco", box_format: str = "xyxy", *,
                  class_names: Optional[Union[Mapping[int, str], Sequence[str]]] = None,
                  iou_threshold: float = 0.5, compat: str = "devkit",
-                 iou_thresholds=None, area_ranges=None, max_dets=COCO_MAX_DETS):
+                 iou_thresholds=None, area_ranges=None, max_dets=None, iou_type: str = "bbox",
+                 oks_sigmas=None):
         try:
             check_choice("protocol", protocol, ("coco", "voc07", "voc12"))
             check_choice("box_format", box_format, ("xywh", "xyxy"))
             check_choice("compat", compat, VOC_COMPATS)
+            check_choice("iou_type", iou_type, ("bbox",) if protocol != "coco"
+                         else ("bbox", "segm", "keypoints"))
             self.iou_threshold = check_iou("iou_threshold", iou_threshold)
             self.iou_thresholds, self.area_ranges, self.max_dets, self._default_thr = \
-                coco_params(iou_thresholds, area_ranges, max_dets)
+                coco_params(iou_thresholds, area_ranges, max_dets, iou_type)
+            from .evaluate import _oks_sigmas
+            self.oks_sigmas = _oks_sigmas(oks_sigmas) if iou_type == "keypoints" else None
         except InputError as exc:
             raise MetricInputError(exc.message, "MeanAveragePrecision()") from None
+        self.iou_type = iou_type
         self.protocol = protocol
         self.box_format = box_format
         self.compat = compat
@@ -150,7 +156,9 @@ class MeanAveragePrecision:
     def _params(self) -> tuple:
         return (self.protocol, self.compat, self.iou_threshold, self.box_format,
                 tuple(self.iou_thresholds.tolist()), tuple(self.area_ranges.items()),
-                self.max_dets, self.class_names)
+                self.max_dets, self.class_names, getattr(self, "iou_type", "bbox"),
+                None if getattr(self, "oks_sigmas", None) is None
+                else tuple(self.oks_sigmas.tolist()))
 
     # ----------------------------------------------------------------- update
     def update(self, preds: Sequence[Mapping[str, Any]], targets: Sequence[Mapping[str, Any]],
@@ -200,8 +208,11 @@ class MeanAveragePrecision:
             self._flush()
 
     def _convert(self, pred: Mapping[str, Any], target: Mapping[str, Any], image: Any):
-        for name, obj, fields in (("preds", pred, ("boxes", "scores", "labels")),
-                                  ("targets", target, ("boxes", "labels"))):
+        kind = getattr(self, "iou_type", "bbox")
+        pred_fields = ("boxes", "scores", "labels") if kind == "bbox" else ("scores", "labels")
+        target_fields = ("labels",) if kind == "segm" else ("boxes", "labels")
+        for name, obj, fields in (("preds", pred, pred_fields),
+                                  ("targets", target, target_fields)):
             if not isinstance(obj, Mapping):
                 raise MetricInputError(expected(name, "a dict per image", type(obj).__name__),
                                        f"image {image!r}")
@@ -209,13 +220,28 @@ class MeanAveragePrecision:
                 if f not in obj:
                     raise MetricInputError(f"Expected a `{name}['{f}']` field but got only "
                                            f"{sorted(obj)}", f"image {image!r}")
-        det_boxes = self._boxes(pred["boxes"], image, "preds['boxes']")
+        iou_type = getattr(self, "iou_type", "bbox")
+        geo_key = {"segm": "masks", "keypoints": "keypoints"}.get(iou_type)
+        for name, obj in (("preds", pred), ("targets", target)):
+            if geo_key and geo_key not in obj:
+                raise MetricInputError(f"Expected a `{name}['{geo_key}']` field for iou_type "
+                                       f"{iou_type!r} but got only {sorted(obj)}",
+                                       f"image {image!r}")
+        n_det = len(pred["scores"]) if np.ndim(pred["scores"]) else 0
+        n_gt = len(target["labels"]) if np.ndim(target["labels"]) else 0
+        det_boxes = (self._boxes(pred["boxes"], image, "preds['boxes']") if "boxes" in pred
+                     or iou_type == "bbox" else np.zeros((n_det, 4)))
         n = det_boxes.shape[0]
         scores = self._vector(pred["scores"], n, image, "preds['scores']", np.float64)
         det_labels = self._labels(pred["labels"], n, image, "preds['labels']")
-        gt_boxes = self._boxes(target["boxes"], image, "targets['boxes']")
+        gt_boxes = (self._boxes(target["boxes"], image, "targets['boxes']") if "boxes" in target
+                    or iou_type != "segm" else np.zeros((n_gt, 4)))
         g = gt_boxes.shape[0]
         gt_labels = self._labels(target["labels"], g, image, "targets['labels']")
+        det_geo = gt_geo = None
+        if geo_key:
+            det_geo = self._geometry(pred[geo_key], n, image, f"preds['{geo_key}']")
+            gt_geo = self._geometry(target[geo_key], g, image, f"targets['{geo_key}']")
         flag_name = "iscrowd" if self.protocol == "coco" else "difficult"
         if flag_name in target:
             flags = self._vector(target[flag_name], g, image, f"targets['{flag_name}']",
@@ -229,11 +255,52 @@ class MeanAveragePrecision:
             flags = np.zeros(g, dtype=bool)
         if self.protocol == "coco" and "area" in target:
             area = self._vector(target["area"], g, image, "targets['area']", np.float64)
+        elif iou_type == "segm":
+            area = gt_geo.areas.astype(np.float64)
         elif self.protocol == "coco":
             area = gt_boxes[:, 2] * gt_boxes[:, 3]
         else:
             area = (gt_boxes[:, 2] - gt_boxes[:, 0] + 1) * (gt_boxes[:, 3] - gt_boxes[:, 1] + 1)
-        return (gt_boxes, gt_labels, flags, area), (det_boxes, scores, det_labels)
+        if iou_type == "keypoints":
+            num_kp = (self._vector(target["num_keypoints"], g, image,
+                                   "targets['num_keypoints']", np.float64).astype(np.int64)
+                      if "num_keypoints" in target
+                      else np.count_nonzero(gt_geo[:, :, 2] > 0, axis=1))
+            gt_geo = (gt_geo, num_kp)
+        return ((gt_boxes, gt_labels, flags, area, gt_geo),
+                (det_boxes, scores, det_labels, det_geo))
+
+    def _geometry(self, value, n, image, field):
+        """Masks (binary ``(n, H, W)`` arrays or RLE dicts) or keypoints ``(n, K, 3)``."""
+        where = f"image {image!r}"
+        try:
+            if self.iou_type == "segm":
+                from .masks import masks_from_arrays, masks_from_segmentations
+                if isinstance(value, (list, tuple)) and (not value or isinstance(value[0], dict)):
+                    sizes = np.array([v.get("size", [0, 0]) for v in value],
+                                     dtype=np.int64).reshape(-1, 2)
+                    geo = masks_from_segmentations(list(value), sizes[:, 0], sizes[:, 1],
+                                                   where, field)
+                else:
+                    arr = _array(value, image, field, np.uint8)
+                    if arr.size == 0:
+                        arr = arr.reshape(0, 1, 1)
+                    geo = masks_from_arrays(arr)
+                count = len(geo)
+            else:
+                geo = _array(value, image, field, np.float64)
+                if geo.size == 0:
+                    geo = geo.reshape(0, len(self.oks_sigmas), 3)
+                if geo.ndim != 3 or geo.shape[2] != 3 or geo.shape[1] != len(self.oks_sigmas):
+                    raise MetricInputError(expected(field, f"shape (N, {len(self.oks_sigmas)}, 3)"
+                                                    " (one sigma per keypoint)",
+                                                    f"shape {geo.shape}"), where)
+                count = geo.shape[0]
+        except InputError as exc:
+            raise MetricInputError(exc.message, where) from None
+        if count != n:
+            raise MetricInputError(expected(field, f"{n} entries (one per label)", count), where)
+        return geo
 
     def _vector(self, value, n, image, field, dtype) -> np.ndarray:
         arr = _array(value, image, field, dtype).reshape(-1) if np.ndim(value) <= 1 else None
@@ -316,9 +383,15 @@ class MeanAveragePrecision:
         det = Detections(image_idx=det_image, class_idx=np.searchsorted(labels, det_labels),
                          boxes=det_boxes, scores=scores,
                          order=np.arange(scores.shape[0], dtype=np.int64))
+        iou_type = getattr(self, "iou_type", "bbox")
+        geometry = {}
+        if iou_type != "bbox":
+            gt, det = self._with_geometry(gt, det, p)
+            from .evaluate import _geometry
+            geometry = _geometry(gt, det, iou_type, self.oks_sigmas)
         if coco:
             areas = np.array(list(self.area_ranges.values()), dtype=np.float64).reshape(-1, 2)
-            m = match_coco(gt, det, self.iou_thresholds, areas, self.max_dets[-1])
+            m = match_coco(gt, det, self.iou_thresholds, areas, self.max_dets[-1], **geometry)
             record_image = m.image_key  # the batch's image index (image_ids is arange)
             record_position = np.zeros(0, dtype=np.int64)
         else:
@@ -332,6 +405,26 @@ class MeanAveragePrecision:
             record_position=record_position, gt_label=gt_labels, gt_image=local[gt_image],
             gt_boxes=gt_boxes, gt_flags=gt_flags, gt_area=gt_area))
         p.clear()
+
+    def _with_geometry(self, gt: GroundTruth, det: Detections, p) -> tuple:
+        """The pending images' masks or keypoints as table columns."""
+        if self.iou_type == "segm":
+            from .masks import MaskSet
+            gm = MaskSet.concatenate([g[4] for g in p.gt])
+            dm = MaskSet.concatenate([d[3] for d in p.det])
+            return (dataclasses.replace(gt, masks=gm),
+                    dataclasses.replace(det, masks=dm, area=dm.areas.astype(np.float64)))
+        K = len(self.oks_sigmas)
+        gk = np.concatenate([g[4][0] for g in p.gt] + [np.zeros((0, K, 3))])
+        num = np.concatenate([g[4][1] for g in p.gt] + [np.zeros(0, np.int64)])
+        dk = np.concatenate([d[3] for d in p.det] + [np.zeros((0, K, 3))])
+        if dk.shape[0]:
+            x, y = dk[:, :, 0], dk[:, :, 1]
+            d_area = (x.max(axis=1) - x.min(axis=1)) * (y.max(axis=1) - y.min(axis=1))
+        else:
+            d_area = np.zeros(0)
+        return (dataclasses.replace(gt, keypoints=gk, num_keypoints=num),
+                dataclasses.replace(det, keypoints=dk, area=d_area))
 
     def merge(self, other: "MeanAveragePrecision") -> "MeanAveragePrecision":
         """Add another metric's images (e.g. from another process). Returns ``self``.
@@ -415,10 +508,13 @@ class MeanAveragePrecision:
                     matched=np.zeros((0, A, T), bool), ignored=np.zeros((0, A, T), bool),
                     num_gt=np.zeros((K, A), np.int64))]
             matches = CocoMatches.concatenate(parts)
+            iou_type = getattr(self, "iou_type", "bbox")
             summary = summarize_coco(matches, self.iou_thresholds, list(self.area_ranges),
-                                     self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr)
+                                     self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr,
+                                     iou_type)
             return coco_report(summary, labels, names, self.iou_thresholds, self.area_ranges,
-                               self.max_dets, COCO_RECALL_THRESHOLDS, inputs=inputs)
+                               self.max_dets, COCO_RECALL_THRESHOLDS, inputs=inputs,
+                               iou_type=iou_type)
         if not parts:
             parts = [VocMatches(class_idx=np.zeros(0, np.int64), scores=np.zeros(0),
                                 tie_key=np.zeros(0, np.int64), outcome=np.zeros(0, np.int8),

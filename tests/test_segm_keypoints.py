@@ -365,3 +365,74 @@ def test_numpy_sum_rows_is_np_sum_bit_for_bit(width):
     n = rng.integers(1, width + 1, 3000)
     got = numpy_sum_rows(a, n)
     assert np.array_equal(got, [np.sum(a[p, :n[p]]) for p in range(3000)])
+
+
+# ------------------------------------------------------- the streaming metric
+
+def _per_image(gt, results, key):
+    by_img = {im["id"]: ([], []) for im in gt["images"]}
+    for a in gt["annotations"]:
+        by_img[a["image_id"]][0].append(a)
+    for r in results:
+        by_img[r["image_id"]][1].append(r)
+    return by_img
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("as_arrays", [False, True])
+def test_metric_segm_gives_the_cli_numbers(seed, as_arrays):
+    gt, results = segm_case(seed, with_bbox=False)
+    sizes = {im["id"]: (im["height"], im["width"]) for im in gt["images"]}
+    m = deteval.MeanAveragePrecision("coco", "xywh", iou_type="segm",
+                                     class_names={c["id"]: c["name"] for c in gt["categories"]})
+    ids, preds, targets = [], [], []
+    for img, (anns, res) in _per_image(gt, results, "segmentation").items():
+        h, w = sizes[img]
+
+        def masks(segs):
+            rles = [mask_api.merge(mask_api.frPyObjects(s, h, w)) if isinstance(s, list)
+                    else (mask_api.frPyObjects(s, h, w) if isinstance(s["counts"], list) else s)
+                    for s in segs]
+            if as_arrays:
+                return (np.stack([mask_api.decode(r) for r in rles]) if rles
+                        else np.zeros((0, h, w), np.uint8))
+            return [{"size": [h, w], "counts": r["counts"]} for r in rles]
+
+        ids.append(img)
+        preds.append({"masks": masks([r["segmentation"] for r in res]),
+                      "scores": [r["score"] for r in res],
+                      "labels": [r["category_id"] for r in res]})
+        targets.append({"masks": masks([a["segmentation"] for a in anns]),
+                        "labels": [a["category_id"] for a in anns],
+                        "iscrowd": [a["iscrowd"] for a in anns],
+                        "area": [a["area"] for a in anns]})
+    m.update(preds, targets, image_ids=ids)
+    got = m.compute().to_dict()
+    ref = deteval.evaluate_coco(copy.deepcopy(gt), copy.deepcopy(results), iou_type="segm")
+    assert got["iou_type"] == "segm"
+    assert got["stats"] == ref.to_dict()["stats"]
+    assert got["classes"] == ref.to_dict()["classes"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_metric_keypoints_gives_the_cli_numbers(seed):
+    gt, results = kp_case(seed)
+    m = deteval.MeanAveragePrecision("coco", "xywh", iou_type="keypoints")
+    ids, preds, targets = [], [], []
+    for img, (anns, res) in _per_image(gt, results, "keypoints").items():
+        ids.append(img)
+        preds.append({"keypoints": np.array([r["keypoints"] for r in res]).reshape(-1, 17, 3),
+                      "scores": [r["score"] for r in res],
+                      "labels": [r["category_id"] for r in res]})
+        targets.append({"keypoints": np.array([a["keypoints"] for a in anns]).reshape(-1, 17, 3),
+                        "boxes": np.array([a["bbox"] for a in anns]).reshape(-1, 4),
+                        "labels": [a["category_id"] for a in anns],
+                        "iscrowd": [a["iscrowd"] for a in anns],
+                        "area": [a["area"] for a in anns],
+                        "num_keypoints": [a["num_keypoints"] for a in anns]})
+    m.update(preds, targets, image_ids=ids)
+    got = m.compute().to_dict()
+    ref = deteval.evaluate_coco(copy.deepcopy(gt), copy.deepcopy(results), iou_type="keypoints")
+    assert list(got["stats"]) == ["AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75",
+                                  "ARm", "ARl"]
+    assert got["stats"] == ref.to_dict()["stats"]
