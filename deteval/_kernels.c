@@ -954,6 +954,144 @@ done:
     return out;
 }
 
+/* ----------------------------------------------------------------- keypoint OKS terms */
+
+/* argument positions of oks_terms */
+enum {
+    O_DET_X = 0, O_DET_Y, O_GT_X, O_GT_Y, O_GT_VIS, O_GT_BOX, O_GT_AREA, O_PAIR_DET,
+    O_PAIR_GT, O_VARIANCES, N_OKS_TERMS_ARGS
+};
+
+/* oks_terms(det_x, det_y, gt_x, gt_y, gt_visible, gt_box, gt_area_eps, pair_det, pair_gt,
+ *           variances) -> (neg_e: bytearray float64 P*K, counts: bytearray int64 P)
+ * For each pair, -e_i of pycocotools' computeOks for the ground truth's labelled keypoints
+ * (all K when it has none, then with the distance to the box around its bbox), written
+ * left-aligned in keypoint order; counts[p] of them. e_i = (dx*dx + dy*dy) / var_i / area / 2
+ * with the same IEEE operations, in the same order, as numpy's; the caller applies np.exp
+ * and numpy's summation (deteval.keypoints). Coordinates (N, K) / (G, K), C order. */
+static PyObject *
+oks_terms(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"det_x", "det_y", "gt_x", "gt_y", "gt_visible", "gt_box",
+                             "gt_area_eps", "pair_det", "pair_gt", "variances", NULL};
+    PyObject *o[N_OKS_TERMS_ARGS], *neg = NULL, *cnt = NULL, *result = NULL;
+    Py_buffer b[N_OKS_TERMS_ARGS];
+    void *copies[N_OKS_TERMS_ARGS] = {NULL};
+    Py_ssize_t nk = -1, nd, gk = -1, ng, k = -1, np_ = -1, np2, g4, ga, vis_n, p;
+    int i;
+    (void)self;
+    memset(b, 0, sizeof b);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOO:oks_terms", kwlist, &o[0],
+                                     &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                                     &o[9]))
+        return NULL;
+    if (get_buf(o[O_VARIANCES], &b[O_VARIANCES], 8, &k, "variances") < 0 ||
+        get_buf(o[O_DET_X], &b[O_DET_X], 8, &nk, "det_x") < 0)
+        goto done;
+    if (k <= 0 || nk % k) {
+        PyErr_SetString(PyExc_ValueError, "oks_terms: det_x must hold N*K values");
+        goto done;
+    }
+    nd = nk / k;
+    if (get_buf(o[O_DET_Y], &b[O_DET_Y], 8, &nk, "det_y") < 0 ||
+        get_buf(o[O_GT_X], &b[O_GT_X], 8, &gk, "gt_x") < 0)
+        goto done;
+    if (gk % k) {
+        PyErr_SetString(PyExc_ValueError, "oks_terms: gt_x must hold G*K values");
+        goto done;
+    }
+    ng = gk / k;
+    g4 = 4 * ng;
+    ga = ng;
+    vis_n = gk;
+    if (get_buf(o[O_GT_Y], &b[O_GT_Y], 8, &gk, "gt_y") < 0 ||
+        get_buf(o[O_GT_VIS], &b[O_GT_VIS], 1, &vis_n, "gt_visible") < 0 ||
+        get_buf(o[O_GT_BOX], &b[O_GT_BOX], 8, &g4, "gt_box") < 0 ||
+        get_buf(o[O_GT_AREA], &b[O_GT_AREA], 8, &ga, "gt_area_eps") < 0 ||
+        get_buf(o[O_PAIR_DET], &b[O_PAIR_DET], 8, &np_, "pair_det") < 0)
+        goto done;
+    np2 = np_;
+    if (get_buf(o[O_PAIR_GT], &b[O_PAIR_GT], 8, &np2, "pair_gt") < 0)
+        goto done;
+    if (privatize(b, copies, N_OKS_TERMS_ARGS) < 0)
+        goto done;
+    neg = PyByteArray_FromStringAndSize(NULL, np_ * k * (Py_ssize_t)sizeof(double));
+    cnt = PyByteArray_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(int64_t));
+    if (neg == NULL || cnt == NULL)
+        goto done;
+    {
+        const double *dx_ = b[O_DET_X].buf, *dy_ = b[O_DET_Y].buf, *gx_ = b[O_GT_X].buf,
+                     *gy_ = b[O_GT_Y].buf, *box = b[O_GT_BOX].buf, *area = b[O_GT_AREA].buf,
+                     *var = b[O_VARIANCES].buf;
+        const unsigned char *vis = b[O_GT_VIS].buf;
+        const int64_t *pd = b[O_PAIR_DET].buf, *pg = b[O_PAIR_GT].buf;
+        double *out = (double *)PyByteArray_AS_STRING(neg);
+        int64_t *counts = (int64_t *)PyByteArray_AS_STRING(cnt);
+        for (p = 0; p < np_; p++) {
+            int64_t d = pd[p], g = pg[p], c = 0;
+            const double *xd, *yd, *xg, *yg;
+            const unsigned char *v;
+            double *row = out + p * k;
+            int labelled = 0;
+            if (d < 0 || d >= nd || g < 0 || g >= ng) {
+                PyErr_SetString(PyExc_ValueError, "oks_terms: pair index out of range");
+                Py_CLEAR(neg);
+                goto done;
+            }
+            xd = dx_ + d * k;
+            yd = dy_ + d * k;
+            xg = gx_ + g * k;
+            yg = gy_ + g * k;
+            v = vis + g * k;
+            for (i = 0; i < k; i++)
+                labelled += v[i] != 0;
+            if (labelled) {
+                for (i = 0; i < k; i++) {
+                    double ex, ey, e;
+                    if (!v[i])
+                        continue;
+                    ex = xd[i] - xg[i];
+                    ey = yd[i] - yg[i];
+                    e = ex * ex;
+                    e = e + ey * ey;
+                    e = e / var[i];
+                    e = e / area[g];
+                    e = e / 2;
+                    row[c++] = -e;
+                }
+            }
+            else {
+                const double *bb = box + 4 * g;
+                double x0 = bb[0] - bb[2], x1 = bb[0] + bb[2] * 2;
+                double y0 = bb[1] - bb[3], y1 = bb[1] + bb[3] * 2;
+                for (i = 0; i < k; i++) {
+                    double a1 = x0 - xd[i], a2 = xd[i] - x1, b1 = y0 - yd[i], b2 = yd[i] - y1;
+                    double ex = (a1 > 0.0 ? a1 : 0.0) + (a2 > 0.0 ? a2 : 0.0);
+                    double ey = (b1 > 0.0 ? b1 : 0.0) + (b2 > 0.0 ? b2 : 0.0);
+                    double e = ex * ex;
+                    e = e + ey * ey;
+                    e = e / var[i];
+                    e = e / area[g];
+                    e = e / 2;
+                    row[c++] = -e;
+                }
+            }
+            for (i = (int)c; i < k; i++)
+                row[i] = 0.0;
+            counts[p] = c;
+        }
+    }
+    result = PyTuple_Pack(2, neg, cnt);
+done:
+    for (i = 0; i < N_OKS_TERMS_ARGS; i++)
+        if (b[i].obj)
+            PyBuffer_Release(&b[i]);
+    free_copies(copies, N_OKS_TERMS_ARGS);
+    Py_XDECREF(neg);
+    Py_XDECREF(cnt);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"rank_order", (PyCFunction)(void (*)(void))rank_order, METH_VARARGS | METH_KEYWORDS,
      "rank_order(major, scores, tie) -> bytearray of int64: np.lexsort((tie, -scores, major))\n"
@@ -971,6 +1109,9 @@ static PyMethodDef methods[] = {
     {"rle_iou", (PyCFunction)(void (*)(void))rle_iou, METH_VARARGS | METH_KEYWORDS,
      "rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, pair_a, pair_b, crowd_b)\n"
      "-> bytearray of float64: pycocotools' rleIou for each (a, b) pair of masks."},
+    {"oks_terms", (PyCFunction)(void (*)(void))oks_terms, METH_VARARGS | METH_KEYWORDS,
+     "oks_terms(det_x, det_y, gt_x, gt_y, gt_visible, gt_box, gt_area_eps, pair_det, pair_gt,\n"
+     "variances) -> (neg_e, counts): computeOks' exponents per pair, left-aligned."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["COCO_PERSON_SIGMAS", "oks_pairs", "numpy_sum_rows"]
+from ._native import kernels as _kernels
+
+__all__ = ["COCO_PERSON_SIGMAS", "oks_pairs", "oks_pairs_reference", "numpy_sum_rows"]
 
 #: pycocotools' ``kpt_oks_sigmas`` for the 17 COCO person keypoints.
 COCO_PERSON_SIGMAS = np.array([.26, .25, .25, .35, .35, .79, .79, .72, .72, .62, .62, 1.07,
@@ -47,6 +49,36 @@ def oks_pairs(det_keypoints: np.ndarray, gt_keypoints: np.ndarray, gt_boxes_xywh
     -------
     ndarray of float64, shape (P,)
     """
+    P = pair_det.shape[0]
+    out = np.zeros(P, dtype=np.float64)
+    if P == 0:
+        return out
+    variances = (sigmas * 2) ** 2
+    K = variances.shape[0]
+    if _kernels is not None and K <= _PAIRWISE_BLOCK:
+        # the exponents in one compiled pass (the same IEEE operations as below); np.exp
+        # and numpy's summation order stay numpy's
+        c64 = np.ascontiguousarray
+        neg, counts = _kernels.oks_terms(
+            det_x=c64(det_keypoints[:, :, 0], dtype=np.float64),
+            det_y=c64(det_keypoints[:, :, 1], dtype=np.float64),
+            gt_x=c64(gt_keypoints[:, :, 0], dtype=np.float64),
+            gt_y=c64(gt_keypoints[:, :, 1], dtype=np.float64),
+            gt_visible=c64(gt_keypoints[:, :, 2] > 0).view(np.uint8),
+            gt_box=c64(gt_boxes_xywh, dtype=np.float64),
+            gt_area_eps=c64(gt_area + np.spacing(1), dtype=np.float64),
+            pair_det=c64(pair_det, dtype=np.int64), pair_gt=c64(pair_gt, dtype=np.int64),
+            variances=c64(variances, dtype=np.float64))
+        terms = np.exp(np.frombuffer(neg, dtype=np.float64).reshape(P, K))
+        counts = np.frombuffer(counts, dtype=np.int64)
+        return numpy_sum_rows(terms, counts) / counts
+    return oks_pairs_reference(det_keypoints, gt_keypoints, gt_boxes_xywh, gt_area, pair_det,
+                               pair_gt, sigmas)
+
+
+def oks_pairs_reference(det_keypoints, gt_keypoints, gt_boxes_xywh, gt_area, pair_det,
+                        pair_gt, sigmas) -> np.ndarray:
+    """:func:`oks_pairs` in numpy alone (the reference of the compiled exponents)."""
     P = pair_det.shape[0]
     out = np.zeros(P, dtype=np.float64)
     if P == 0:

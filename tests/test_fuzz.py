@@ -173,3 +173,21 @@ def test_results_scanner_equals_msgspec(records):
     assert got[1].tolist() == [r.category_id for r in fast]
     assert np.array_equal(got[2].view(np.int64),
                           np.array([r.score for r in fast], dtype=np.float64).view(np.int64))
+
+
+@FUZZ
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 19), st.integers(0, 2 ** 32 - 1))
+def test_oks_kernel_equals_numpy(n_det, n_gt, k, seed):
+    from deteval.keypoints import oks_pairs, oks_pairs_reference
+    rng = np.random.default_rng(seed)
+    det = np.round(rng.uniform(0, 50, (n_det, k, 3)), 1)
+    gt = np.round(rng.uniform(0, 50, (n_gt, k, 3)), 1)
+    gt[:, :, 2] = rng.choice([0, 1, 2], (n_gt, k))
+    gt[rng.random(n_gt) < 0.3, :, 2] = 0  # people without labelled keypoints
+    boxes = np.round(rng.uniform(0, 40, (n_gt, 4)), 1)
+    area = np.round(rng.uniform(0, 900, n_gt), 1)
+    sigmas = rng.uniform(0.01, 0.2, k)
+    pd = np.repeat(np.arange(n_det), n_gt)
+    pg = np.tile(np.arange(n_gt), n_det)
+    assert np.array_equal(oks_pairs(det, gt, boxes, area, pd, pg, sigmas),
+                          oks_pairs_reference(det, gt, boxes, area, pd, pg, sigmas))
