@@ -17,7 +17,17 @@ from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
+from .errors import InputError, expected
 from .match import CocoMatches
+
+
+def check_bootstrap_params(samples, confidence) -> None:
+    """Raise :class:`InputError` unless ``samples >= 1`` (int) and ``0 < confidence < 1``."""
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise InputError(expected("bootstrap", "an integer >= 1", samples))
+    if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
+        raise InputError(expected("confidence", "a number in the open interval (0, 1)",
+                                  confidence))
 
 
 def replicate_draws(num_images: int, samples: int, seed: int = 0) -> np.ndarray:
@@ -107,6 +117,7 @@ def coco_bootstrap(matches: CocoMatches, gt_counts: np.ndarray, summarize,
     ``summarize(matches) -> dict name -> float or None`` computes one replicate's
     figures (e.g. ``summarize_coco(...).stats``).
     """
+    check_bootstrap_params(samples, confidence)
     replicates: Dict[str, list] = {}
     for rep in iter_coco_replicates(matches, gt_counts, samples, seed):
         for name, value in summarize(rep).items():

@@ -91,3 +91,12 @@ def test_percentile_interval_equals_numpy_and_counts_nulls():
     assert iv == (np.percentile(ok, 25.0), np.percentile(ok, 75.0)) == (0.2, 0.4)
     assert nulls == 2
     assert percentile_interval([None, None]) == (None, 2)
+
+
+@pytest.mark.parametrize("samples,confidence", [(0, 0.95), (-3, 0.95), (10, 0.0), (10, 1.0),
+                                                (10, 1.5)])
+def test_bad_parameters_raise_input_error(samples, confidence):
+    from deteval.bootstrap import check_bootstrap_params
+    from deteval.errors import InputError
+    with pytest.raises(InputError, match="bootstrap|confidence"):
+        check_bootstrap_params(samples, confidence)
