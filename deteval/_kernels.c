@@ -735,7 +735,13 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
         char *s;
         Py_ssize_t len, p = 0, m = 0;
         int64_t sum = 0, sum_fg = 0;
-        if (PyBytes_AsStringAndSize(item, &s, &len) < 0)
+        if (PyUnicode_Check(item)) { /* a str straight from JSON: its UTF-8 bytes */
+            const char *u = PyUnicode_AsUTF8AndSize(item, &len);
+            if (u == NULL)
+                goto done;
+            s = (char *)u;
+        }
+        else if (PyBytes_AsStringAndSize(item, &s, &len) < 0)
             goto done;
         while (p < len) {
             int64_t x = 0;

@@ -56,6 +56,15 @@ def check_equal(gt, results, iou_type, sigmas=None):
     ref_r = np.where(E.eval["recall"] == -1, np.nan, E.eval["recall"])
     np.testing.assert_allclose(rep.precision, ref_p, rtol=0, atol=1e-12, equal_nan=True)
     np.testing.assert_allclose(rep.recall, ref_r, rtol=0, atol=1e-12, equal_nan=True)
+    # the same from files (the typed fast reading of results files)
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        g, r = Path(d) / "gt.json", Path(d) / "res.json"
+        g.write_text(json.dumps(gt))
+        r.write_text(json.dumps(results))
+        from_files = deteval.evaluate_coco(g, r, iou_type=iou_type, oks_sigmas=sigmas)
+    assert from_files.stats == rep.stats
+    assert np.array_equal(from_files.precision, rep.precision, equal_nan=True)
     return rep
 
 
