@@ -218,15 +218,20 @@ def _map_shard(path: str, shard: int, gt: GroundTruth, partitions: int
     if n >= 1 << _RECORD_BITS:
         raise InputError(f"Expected fewer than 2^{_RECORD_BITS} results per shard but got {n}",
                          path)
+    return _split_rows(det, shard, _image_key(gt)[det.image_idx] % partitions, partitions), n
+
+
+def _split_rows(det: Detections, shard: int, part: np.ndarray, partitions: int) -> list:
+    """A shard's detections as column dicts per partition, each row tagged with its global
+    position (shard number, then record number: the shards' concatenated order)."""
     position = (np.int64(shard) << np.int64(_RECORD_BITS)) + det.order
-    part = _image_key(gt)[det.image_idx] % partitions
     out = []
     for p in range(partitions):
         rows = np.flatnonzero(part == p)
         out.append({"image_idx": det.image_idx[rows], "class_idx": det.class_idx[rows],
                     "boxes": det.boxes[rows], "scores": det.scores[rows],
                     "position": position[rows]})
-    return out, n
+    return out
 
 
 def _identity(x):
@@ -407,14 +412,7 @@ def _voc_map_shard(folder: str, shard: int, gt: GroundTruth, class_partitions: i
     """Read one shard folder of per-class files; split its rows by class partition."""
     from .io.voc import load_voc_detections
     det = load_voc_detections(folder, gt)
-    position = (np.int64(shard) << np.int64(_RECORD_BITS)) + det.order
-    part = det.class_idx % class_partitions
-    out = []
-    for q in range(class_partitions):
-        rows = np.flatnonzero(part == q)
-        out.append({"image_idx": det.image_idx[rows], "class_idx": det.class_idx[rows],
-                    "boxes": det.boxes[rows], "scores": det.scores[rows],
-                    "position": position[rows]})
+    out = _split_rows(det, shard, det.class_idx % class_partitions, class_partitions)
     return out, len(det), det.sources.get("missing_files", []), det.sources.get("unused_files",
                                                                                     [])
 
