@@ -813,37 +813,91 @@ done:
     return result;
 }
 
-/* rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, pair_a, pair_b, crowd_b)
+/* A position inside a run list: run i, `left` pixels of it still ahead, foreground when i
+ * is odd. */
+typedef struct {
+    const uint32_t *runs;
+    Py_ssize_t n, i;
+    uint64_t left;
+} run_cursor;
+
+/* The cursor at pixel `pos` of the runs (past the end: left == 0). */
+static void
+cursor_at(run_cursor *c, const uint32_t *runs, Py_ssize_t n, uint64_t pos)
+{
+    uint64_t at = 0;
+    Py_ssize_t i = 0;
+    while (i < n && at + runs[i] <= pos)
+        at += runs[i++];
+    c->runs = runs;
+    c->n = n;
+    c->i = i;
+    c->left = i < n ? at + runs[i] - pos : 0;
+}
+
+/* Move the cursor `step` pixels on (step <= left); onto the next non-empty run at a run's
+ * end. */
+static void
+cursor_advance(run_cursor *c, uint64_t step)
+{
+    c->left -= step;
+    while (!c->left && c->i + 1 < c->n)
+        c->left = c->runs[++c->i];
+    if (!c->left)
+        c->i = c->n;
+}
+
+/* [lo, hi): pixel span that holds every foreground pixel of a mask (lo >= hi: none). */
+static void
+foreground_span(const uint32_t *runs, Py_ssize_t n, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t total = 0;
+    Py_ssize_t i;
+    for (i = 0; i < n; i++)
+        total += runs[i];
+    *lo = n >= 2 ? runs[0] : total;
+    *hi = (n & 1) ? total - runs[n - 1] : total;
+}
+
+/* rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, areas_b, pair_a, pair_b, crowd_b)
  *   -> bytearray of float64
  * IoU of masks a (detections) and b (ground truth) for each pair, as pycocotools' rleIou:
  * i = foreground pixels of both, u = of either (of a alone when b is a crowd region);
  * 0 when i == 0. Mask j of a set = counts[offsets[j]:offsets[j+1]] (uint32 runs);
- * areas_a: int64 foreground pixels of each mask a. Masks of a pair cover the same image (the caller
- * checks sizes). Runs with the GIL held: nothing the caller owns is read unlocked. */
+ * areas_a, areas_b: int64 foreground pixels of each mask. Masks of a pair cover the same
+ * image (the caller checks sizes).
+ * Only the pixels where both masks can have foreground are walked (the span from the later
+ * first foreground run to the earlier last one): i is counted there, and u = area_a + area_b - i
+ * is the same integer as pycocotools' pixel count. Runs with the GIL held: nothing the caller
+ * owns is read unlocked. */
 /* argument positions of rle_iou */
 enum {
-    R_COUNTS_A = 0, R_OFFSETS_A = 1, R_AREAS_A = 2, R_COUNTS_B = 3, R_OFFSETS_B = 4,
-    R_PAIR_A = 5, R_PAIR_B = 6, R_CROWD_B = 7, N_RLE_IOU_ARGS
+    R_COUNTS_A = 0, R_OFFSETS_A, R_AREAS_A, R_COUNTS_B, R_OFFSETS_B, R_AREAS_B, R_PAIR_A,
+    R_PAIR_B, R_CROWD_B, N_RLE_IOU_ARGS
 };
 
 static PyObject *
 rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {
-        "counts_a", "offsets_a", "areas_a", "counts_b", "offsets_b", "pair_a", "pair_b",
-        "crowd_b", NULL};
-    PyObject *o[8], *out = NULL;
-    Py_buffer b[8];
+        "counts_a", "offsets_a", "areas_a", "counts_b", "offsets_b", "areas_b", "pair_a",
+        "pair_b", "crowd_b", NULL};
+    PyObject *o[N_RLE_IOU_ARGS], *out = NULL;
+    Py_buffer b[N_RLE_IOU_ARGS];
     Py_ssize_t nca = -1, noa = -1, nma, ncb = -1, nob = -1, nmb, np_ = -1, np2, np3, p;
     const uint32_t *cnta, *cntb;
-    const int64_t *offa, *offb, *area, *pa, *pb;
+    const int64_t *offa, *offb, *area, *arb, *pa, *pb;
     const uint8_t *crowd;
+    uint64_t *span = NULL;  /* lo, hi of each mask a, then of each mask b; lo > hi: not yet */
     double *iou;
     int k;
     void *copies[4] = {NULL, NULL, NULL, NULL};
+    (void)self;
     memset(b, 0, sizeof b);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO:rle_iou", kwlist, &o[R_COUNTS_A], &o[R_OFFSETS_A], &o[R_AREAS_A], &o[R_COUNTS_B], &o[R_OFFSETS_B], &o[R_PAIR_A],
-                          &o[R_PAIR_B], &o[R_CROWD_B]))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOO:rle_iou", kwlist,
+                                     &o[R_COUNTS_A], &o[R_OFFSETS_A], &o[R_AREAS_A],
+                                     &o[R_COUNTS_B], &o[R_OFFSETS_B], &o[R_AREAS_B],
+                                     &o[R_PAIR_A], &o[R_PAIR_B], &o[R_CROWD_B]))
         return NULL;
     if (get_buf(o[R_COUNTS_A], &b[R_COUNTS_A], 4, &nca, "counts_a") < 0 ||
         get_buf(o[R_OFFSETS_A], &b[R_OFFSETS_A], 8, &noa, "offsets_a") < 0 ||
@@ -857,6 +911,7 @@ rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     }
     if (get_buf(o[R_AREAS_A], &b[R_AREAS_A], 8, &nma, "areas_a") < 0 ||
+        get_buf(o[R_AREAS_B], &b[R_AREAS_B], 8, &nmb, "areas_b") < 0 ||
         get_buf(o[R_PAIR_A], &b[R_PAIR_A], 8, &np_, "pair_a") < 0)
         goto done;
     np2 = np_;
@@ -886,6 +941,7 @@ rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
     area = b[R_AREAS_A].buf;
     cntb = b[R_COUNTS_B].buf;
     offb = b[R_OFFSETS_B].buf;
+    arb = b[R_AREAS_B].buf;
     pa = b[R_PAIR_A].buf;
     pb = b[R_PAIR_B].buf;
     crowd = b[R_CROWD_B].buf;
@@ -899,55 +955,59 @@ rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
             PyErr_SetString(PyExc_ValueError, "offsets_b: not increasing within counts_b");
             goto done;
         }
+    for (p = 0; p < np_; p++)
+        if (pa[p] < 0 || pa[p] >= nma || pb[p] < 0 || pb[p] >= nmb) {
+            PyErr_SetString(PyExc_ValueError, "pair index outside the masks");
+            goto done;
+        }
+    span = malloc(sizeof(uint64_t) * 2 * (size_t)(nma + nmb + 1));
+    if (!span) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (p = 0; p < nma + nmb; p++) {
+        span[2 * p] = 1;
+        span[2 * p + 1] = 0;
+    }
     out = PyByteArray_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(double));
     if (!out)
         goto done;
     iou = (double *)PyByteArray_AS_STRING(out);
     for (p = 0; p < np_; p++) {
         int64_t a = pa[p], g = pb[p];
-        const uint32_t *ra, *rb;
-        Py_ssize_t ka, kb, ia = 1, ib = 1;
-        uint64_t ca, cb, c, ct = 1, inter = 0, uni = 0;
-        int va = 0, vb = 0;
-        if (a < 0 || a >= nma || g < 0 || g >= nmb) {
-            PyErr_SetString(PyExc_ValueError, "pair index outside the masks");
-            Py_CLEAR(out);
-            goto done;
-        }
-        ra = cnta + offa[a];
-        rb = cntb + offb[g];
-        ka = offa[a + 1] - offa[a];
-        kb = offb[g + 1] - offb[g];
-        ca = ka ? ra[0] : 0;
-        cb = kb ? rb[0] : 0;
-        while (ct > 0) {
-            c = ca < cb ? ca : cb;
-            if (va || vb) {
-                uni += c;
-                if (va && vb)
-                    inter += c;
+        const uint32_t *ra = cnta + offa[a], *rb = cntb + offb[g];
+        Py_ssize_t ka = offa[a + 1] - offa[a], kb = offb[g + 1] - offb[g];
+        uint64_t *sa = span + 2 * a, *sb = span + 2 * (nma + g), lo, hi, inter = 0, step;
+        run_cursor ca, cb;
+        if (sa[0] > sa[1])
+            foreground_span(ra, ka, &sa[0], &sa[1]);
+        if (sb[0] > sb[1])
+            foreground_span(rb, kb, &sb[0], &sb[1]);
+        lo = sa[0] > sb[0] ? sa[0] : sb[0];
+        hi = sa[1] < sb[1] ? sa[1] : sb[1];
+        if (lo < hi) {
+            cursor_at(&ca, ra, ka, lo);
+            cursor_at(&cb, rb, kb, lo);
+            while (lo < hi && ca.left && cb.left) {
+                step = ca.left < cb.left ? ca.left : cb.left;
+                if (hi - lo < step)
+                    step = hi - lo;
+                if ((ca.i & 1) && (cb.i & 1))
+                    inter += step;
+                lo += step;
+                cursor_advance(&ca, step);
+                cursor_advance(&cb, step);
             }
-            ct = 0;
-            ca -= c;
-            if (!ca && ia < ka) {
-                ca = ra[ia++];
-                va = !va;
-            }
-            ct += ca;
-            cb -= c;
-            if (!cb && ib < kb) {
-                cb = rb[ib++];
-                vb = !vb;
-            }
-            ct += cb;
         }
         if (inter == 0)
             iou[p] = 0.0;
         else
-            iou[p] = (double)inter / (double)(crowd[p] ? (uint64_t)area[a] : uni);
+            iou[p] = (double)inter / (double)(crowd[p] ? (uint64_t)area[a]
+                                              : (uint64_t)area[a] + (uint64_t)arb[g] - inter);
     }
 done:
-    for (k = 0; k < 8; k++)
+    free(span);
+    for (k = 0; k < N_RLE_IOU_ARGS; k++)
         if (b[k].obj)
             PyBuffer_Release(&b[k]);
     free_copies(copies, 4);
@@ -1107,7 +1167,7 @@ static PyMethodDef methods[] = {
      "rle_decode(strings) -> (counts, lengths, totals, areas): compressed COCO RLE strings to\n"
      "uint32 runs (concatenated), and the runs, pixels and foreground pixels of each."},
     {"rle_iou", (PyCFunction)(void (*)(void))rle_iou, METH_VARARGS | METH_KEYWORDS,
-     "rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, pair_a, pair_b, crowd_b)\n"
+     "rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, areas_b, pair_a, pair_b, crowd_b)\n"
      "-> bytearray of float64: pycocotools' rleIou for each (a, b) pair of masks."},
     {"oks_terms", (PyCFunction)(void (*)(void))oks_terms, METH_VARARGS | METH_KEYWORDS,
      "oks_terms(det_x, det_y, gt_x, gt_y, gt_visible, gt_box, gt_area_eps, pair_det, pair_gt,\n"

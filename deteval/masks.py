@@ -330,6 +330,7 @@ def rle_pair_ious(masks_a: MaskSet, masks_b: MaskSet, pair_a: np.ndarray, pair_b
                            np.ascontiguousarray(masks_a.areas, dtype=np.int64),
                            np.ascontiguousarray(masks_b.counts, dtype=np.uint32),
                            np.ascontiguousarray(masks_b.offsets, dtype=np.int64),
+                           np.ascontiguousarray(masks_b.areas, dtype=np.int64),
                            np.ascontiguousarray(pair_a, dtype=np.int64),
                            np.ascontiguousarray(pair_b, dtype=np.int64),
                            np.ascontiguousarray(crowd_b, dtype=bool).view(np.uint8))
