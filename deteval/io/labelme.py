@@ -89,7 +89,7 @@ def load_labelme(folder, classes: Optional[Sequence[str]] = None) -> GroundTruth
         class_names, order, list_source = list(classes), "--classes", "--classes"
     else:
         class_names, order, list_source = None, "sorted label names", None
-    names, sizes, img, labels, boxes = [], [], [], [], []
+    names, sizes, img, labels, boxes, image_paths = [], [], [], [], [], []
     skipped = {}
     for i, path in enumerate(files):
         doc = _load_json(path)
@@ -105,6 +105,8 @@ def load_labelme(folder, classes: Optional[Sequence[str]] = None) -> GroundTruth
         name = (str(image_path).replace("\\", "/").rsplit("/", 1)[-1]
                 if isinstance(image_path, str) and image_path else path.stem)
         names.append(name)
+        image_paths.append(str(folder / image_path) if isinstance(image_path, str)
+                           and image_path else None)
         sizes.append((h, w))
         for j, shape in enumerate(shapes):
             where = f"shapes[{j}]"
@@ -149,4 +151,5 @@ def load_labelme(folder, classes: Optional[Sequence[str]] = None) -> GroundTruth
     return dataset_ground_truth(
         names, np.array(sizes, dtype=np.int64).reshape(-1, 2), class_names,
         np.array(img, dtype=np.int64), cls, np.array(boxes, dtype=np.float64).reshape(-1, 4),
-        source=str(folder), fmt="labelme", warnings=warnings, class_order=order)
+        source=str(folder), fmt="labelme", warnings=warnings, class_order=order,
+        extra={"image_paths": image_paths})
