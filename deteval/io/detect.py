@@ -153,7 +153,7 @@ def detect_results(path, gt: GroundTruth) -> Tuple[str, Path]:
     if not files:
         return "yolo", p  # no prediction file: no detections in either format
     names = ImageNames(gt.image_ids, gt.sources.get("file_names"))
-    by_image = all(names.find(q.name[:-4]) >= 0 for q in files)
+    by_image = any(names.find(q.name[:-4]) >= 0 for q in files)
     by_class_name = any(q.name[:-4].endswith("_" + c) or q.name[:-4] == c
                         for q in files for c in gt.class_names)
     yolo_content = voc_content = True

@@ -287,7 +287,16 @@ def _rows(chunks, paths, nfields, names, what):
             bad = first_bad_line(chunk, nfields, what, names)
             if bad is not None:
                 raise InputError(bad[1], path, f"line {bad[0]}")
-        raise InputError(f"Expected lines `{what}` but could not read them", paths[0])
+        # every token reads as a number, some not as a plain decimal (nan, inf...): the
+        # reference reader, line by line (the value checks then name the line)
+        rows, files = [], []
+        for f, chunk in enumerate(chunks):
+            for line in chunk.splitlines():
+                if line.split():
+                    rows.append([float(t) for t in line.split()])
+                    files.append(f)
+        return (np.array(rows, dtype=np.float64).reshape(-1, nfields),
+                np.array(files, dtype=np.int64))
     values, line = parsed
     file_idx = np.searchsorted(first_line, line - 1, side="right") - 1
     return values, file_idx.astype(np.int64)
