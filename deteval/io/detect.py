@@ -106,10 +106,10 @@ def detect_ground_truth(path) -> Tuple[str, Path]:
                 found.append(("cvat", kinds[k]))
     jsons = sorted(q for q in p.iterdir() if q.suffix.lower() == ".json" and q.is_file())
     if jsons:
-        first = _sniff_file(jsons[0])
-        if first == "labelme-file":
+        kinds = [_sniff_file(q) for q in jsons[:3]]
+        if "labelme-file" in kinds:  # (a bad file among them: the reader names it)
             found.append(("labelme", p))
-        elif first == "coco" and len(jsons) == 1:
+        elif kinds[0] == "coco" and len(jsons) == 1:
             found.append(("coco", jsons[0]))
     if len(found) == 1:
         return found[0]
