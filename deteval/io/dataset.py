@@ -32,13 +32,76 @@ IMAGE_EXTENSIONS = frozenset(("bmp", "dng", "jpeg", "jpg", "mpo", "png", "tif", 
 NORMALISED_TOLERANCE = 1e-3
 
 
+def _header_size(head: bytes, fh) -> Optional[Tuple[int, int]]:
+    """``(width, height)`` of a PNG, JPEG, GIF, BMP or WebP file from its first bytes
+    (JPEG: walks the segments to the frame header); None for another format."""
+    import struct
+    if head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
+        return struct.unpack(">II", head[16:24])
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return struct.unpack("<HH", head[6:10])
+    if head[:2] == b"BM" and len(head) >= 26:
+        w, h = struct.unpack("<ii", head[18:26])
+        return w, abs(h)
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        kind = head[12:16]
+        if kind == b"VP8 " and len(head) >= 30:
+            w, h = struct.unpack("<HH", head[26:30])
+            return w & 0x3FFF, h & 0x3FFF
+        if kind == b"VP8L" and len(head) >= 25:
+            b = head[21:25]
+            return (1 + (((b[1] & 0x3F) << 8) | b[0]),
+                    1 + (((b[3] & 0xF) << 10) | (b[2] << 2) | ((b[1] & 0xC0) >> 6)))
+        if kind == b"VP8X" and len(head) >= 30:
+            return (1 + int.from_bytes(head[24:27], "little"),
+                    1 + int.from_bytes(head[27:30], "little"))
+        return None
+    if head[:2] == b"\xff\xd8":
+        data, pos = head, 2
+        while True:
+            while pos + 4 > len(data):
+                more = fh.read(65536)
+                if not more:
+                    return None
+                data += more
+            if data[pos] != 0xFF:
+                return None
+            marker = data[pos + 1]
+            if marker == 0xFF:  # fill byte
+                pos += 1
+                continue
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+                pos += 2
+                continue
+            length = struct.unpack(">H", data[pos + 2:pos + 4])[0]
+            if marker in (0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD,
+                          0xCE, 0xCF):  # start of frame: precision, height, width
+                while pos + 9 > len(data):
+                    more = fh.read(65536)
+                    if not more:
+                        return None
+                    data += more
+                h, w = struct.unpack(">HH", data[pos + 5:pos + 9])
+                return w, h
+            pos += 2 + length
+    return None
+
+
 def image_size(path) -> Tuple[int, int]:
     """``(width, height)`` of an image from its header, never decoding pixels.
 
-    ``imagesize`` reads the header (PNG, JPEG, GIF, TIFF, BMP, WebP...); Pillow (if
-    installed) opens the file lazily for any other format. The stored size is used
-    (EXIF orientation is not applied).
+    PNG, JPEG, GIF, BMP and WebP headers are read here; ``imagesize`` reads other
+    headers (TIFF...), and Pillow (if installed) opens anything else lazily. The stored
+    size is used (EXIF orientation is not applied).
     """
+    try:
+        with open(path, "rb") as fh:
+            found = _header_size(fh.read(4096), fh)
+    except OSError as exc:
+        raise InputError(f"Expected a readable image file but got: {exc.strerror}",
+                         path) from None
+    if found is not None and found[0] > 0 and found[1] > 0:
+        return int(found[0]), int(found[1])
     try:
         import imagesize
     except ImportError:  # pragma: no cover - a declared dependency

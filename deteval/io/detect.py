@@ -148,14 +148,21 @@ def detect_results(path, gt: GroundTruth) -> Tuple[str, Path]:
         if kind == "coco":
             return "coco", p  # the reader says a dataset is not a results list
         raise InputError(expected("RESULTS", _RES_EXPECTED, "a file of another kind"), p)
-    files = sorted((q for q in p.iterdir() if q.name.endswith(".txt") and q.is_file()
-                    and q.name != "classes.txt"), key=lambda q: q.name)
+    with os.scandir(p) as it:
+        files = sorted(e.name for e in it if e.name.endswith(".txt") and e.name != "classes.txt"
+                       and e.is_file())
     if not files:
         return "yolo", p  # no prediction file: no detections in either format
     names = ImageNames(gt.image_ids, gt.sources.get("file_names"))
-    by_image = any(names.find(q.name[:-4]) >= 0 for q in files)
-    by_class_name = any(q.name[:-4].endswith("_" + c) or q.name[:-4] == c
-                        for q in files for c in gt.class_names)
+    by_image = any(names.find(f[:-4]) >= 0 for f in files)
+    classes = set(gt.class_names)
+
+    def names_a_class(stem: str) -> bool:
+        return stem in classes or any(stem[i + 1:] in classes for i, ch in enumerate(stem)
+                                      if ch == "_")
+
+    by_class_name = any(names_a_class(f[:-4]) for f in files[:50])
+    files = [p / f for f in files]
     yolo_content = voc_content = True
     for q in files[:20]:
         tokens = _first_line_fields(q)

@@ -66,14 +66,33 @@ def _yaml_lines(text: str) -> dict:
             if isinstance(k, yaml.ScalarNode)}
 
 
-def read_data_yaml(path) -> Tuple[dict, dict]:
+class _KeyLines:
+    """Top-level key -> line, computed on first use (only messages need it)."""
+
+    def __init__(self, text: str):
+        self.text, self._lines = text, None
+
+    def _get(self) -> dict:
+        if self._lines is None:
+            self._lines = _yaml_lines(self.text)
+        return self._lines
+
+    def __contains__(self, key) -> bool:
+        return key in self._get()
+
+    def __getitem__(self, key) -> int:
+        return self._get()[key]
+
+
+def read_data_yaml(path) -> Tuple[dict, "_KeyLines"]:
     """``(data, key_lines)`` of a dataset YAML (a mapping with ``names``)."""
     import yaml
     from .files import read_input
     raw = read_input(path, "YAML file")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         text = raw.decode("utf-8-sig")
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=loader)
     except UnicodeDecodeError:
         raise InputError("Expected a UTF-8 YAML file but got other bytes", path) from None
     except yaml.YAMLError as exc:
@@ -83,11 +102,13 @@ def read_data_yaml(path) -> Tuple[dict, dict]:
     if not isinstance(data, dict):
         raise InputError(expected("data.yaml", "a mapping with `names` and the split folders",
                                   type(data).__name__), path)
-    return data, _yaml_lines(text)
+    return data, _KeyLines(text)
 
 
 def _class_names(data: dict, lines: dict, path) -> List[str]:
-    where = f"line {lines['names']}" if "names" in lines else None
+    def where():
+        return f"line {lines['names']}" if "names" in lines else None
+
     if "names" not in data:
         raise InputError("Expected a `names` key (the class names) but got none", path)
     names = data["names"]
@@ -96,16 +117,16 @@ def _class_names(data: dict, lines: dict, path) -> List[str]:
         if not all(isinstance(k, int) and not isinstance(k, bool) for k in keys) or \
                 sorted(keys) != list(range(len(keys))):
             raise InputError(expected("names", "a list, or a dict with keys 0..K-1",
-                                      sorted(map(str, keys))[:8]), path, where)
+                                      sorted(map(str, keys))[:8]), path, where())
         names = [names[k] for k in range(len(keys))]
     if not isinstance(names, list) or not names:
         raise InputError(expected("names", "a non-empty list of class names", names), path,
-                         where)
+                         where())
     out = [str(n) for n in names]
     if len(set(out)) != len(out):
         dup = next(n for n in out if out.count(n) > 1)
         raise InputError(f"Expected each class name once in `names` but got {dup!r} twice",
-                         path, where)
+                         path, where())
     nc = data.get("nc")
     if nc is not None and nc != len(out):
         raise InputError(f"Expected `nc` to equal the number of `names` ({len(out)}) but got "
@@ -136,14 +157,14 @@ def _is_image(name: str) -> bool:
 def _split_images(entry, root: Path, yaml_path: Path, split: str, where) -> Tuple[List[str],
                                                                                   List[Path]]:
     """Image paths of a split entry (a folder, an image-list .txt, or a list of them),
-    and the folders searched."""
+    and the folders searched (``where()``: the key's line, for messages)."""
     entries = entry if isinstance(entry, list) else [entry]
     images: List[str] = []
     folders: List[Path] = []
     for e in entries:
         if not isinstance(e, str) or not e:
             raise InputError(expected(split, "a folder or an image-list file (or a list of "
-                                      "them)", e), yaml_path, where)
+                                      "them)", e), yaml_path, where())
         p = Path(e).expanduser()
         p = p if p.is_absolute() else root / p
         if p.is_dir():
@@ -162,7 +183,7 @@ def _split_images(entry, root: Path, yaml_path: Path, split: str, where) -> Tupl
                     images.append(os.path.normpath(str(q)))
         else:
             raise InputError(f"Expected the `{split}` split folder to exist but there is no "
-                             f"{p}", yaml_path, where)
+                             f"{p}", yaml_path, where())
     return images, folders
 
 
@@ -191,14 +212,16 @@ def load_yolo_dataset(path, split: Optional[str] = None) -> GroundTruth:
     data, lines = read_data_yaml(yaml_path)
     class_names = _class_names(data, lines, yaml_path)
     root = _root(data, yaml_path)
-    where = f"line {lines[split]}" if split in lines else None
+    def where():
+        return f"line {lines[split]}" if split in lines else None
+
     if split not in data or data[split] in (None, ""):
         raise InputError(f"Expected a `{split}` split in the dataset YAML but got only "
                          f"{sorted(map(str, data))[:8]}", yaml_path)
     images, folders = _split_images(data[split], root, yaml_path, split, where)
     if not images:
         raise InputError(f"Expected images in the `{split}` split but found none", yaml_path,
-                         where)
+                         where())
     images.sort(key=lambda p: (os.path.basename(p), p))
     names = [os.path.basename(p) for p in images]
     _check_unique_stems(names, images, yaml_path)
@@ -354,12 +377,17 @@ def load_yolo_predictions(folder, gt: GroundTruth) -> Detections:
     if gt.image_sizes is None:
         raise InputError("Expected ground truth with image sizes to denormalise YOLO "
                          "predictions but got none", gt.sources.get("ground_truth"))
-    paths = sorted((p for p in folder.iterdir() if p.name.endswith(".txt")),
-                   key=lambda p: p.name)
-    paths = [p for p in paths if p.name != "classes.txt"]
+    try:
+        with os.scandir(folder) as it:
+            files = sorted(e.name for e in it if e.name.endswith(".txt")
+                           and e.name != "classes.txt")
+    except OSError as exc:
+        raise InputError(f"Expected a folder of YOLO prediction files but got: "
+                         f"{exc.strerror}", folder) from None
     lookup = ImageNames(gt.image_ids, gt.sources.get("file_names"))
-    image_of_file = lookup.positions([p.name[:-4] for p in paths], folder,
-                                     lambda i: paths[i].name)
+    image_of_file = lookup.positions([f[:-4] for f in files], folder, lambda i: files[i])
+    base = str(folder)
+    paths = [os.path.join(base, f) for f in files]
     chunks = []
     for p in paths:
         try:
@@ -368,7 +396,7 @@ def load_yolo_predictions(folder, gt: GroundTruth) -> Detections:
         except OSError as exc:
             raise InputError(f"Expected a readable prediction file but got: {exc.strerror}",
                              p) from None
-    names = [str(p) for p in paths]
+    names = paths
     k = len(gt.class_names)
     fast = _scan_predictions(chunks, k)
     if fast is not None:
