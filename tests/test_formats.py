@@ -272,7 +272,8 @@ def test_voc_difficult_is_ordinary_with_a_warning(tmp_path):
     assert any("difficult" in w for w in gt.sources["warnings"])
 
 
-def test_yolo_predictions_c_and_numpy_paths_agree(dataset, monkeypatch):
+def test_yolo_c_and_numpy_paths_agree(dataset, monkeypatch):
+    """Labels and predictions: the C scanner and the numpy reference give the same bits."""
     data, paths = dataset
     gt = load_ground_truth(paths["gt"]["yolo"])
     a = yolo_io.load_yolo_predictions(paths["res"]["yolo"], gt)
@@ -280,6 +281,24 @@ def test_yolo_predictions_c_and_numpy_paths_agree(dataset, monkeypatch):
     b = yolo_io.load_yolo_predictions(paths["res"]["yolo"], gt)
     for k in ("image_idx", "class_idx", "boxes", "scores", "order"):
         assert np.array_equal(getattr(a, k), getattr(b, k)), k
+    gt_numpy = load_ground_truth(paths["gt"]["yolo"])
+    for k in ("image_idx", "class_idx", "boxes", "area"):
+        assert np.array_equal(getattr(gt, k), getattr(gt_numpy, k)), k
+
+
+def test_yolo_numbers_read_as_python_float_on_both_paths(tmp_path, monkeypatch):
+    """Long, exponent and signed tokens: the same doubles as float() on each path."""
+    data = fg.generate(18, n_images=1, empty_images=0, max_objects=1)
+    yaml_path = fg.write_yolo(data, tmp_path / "ds")
+    label = next((tmp_path / "ds" / "labels" / "val").glob("*.txt"))
+    tokens = ["0.1000000000000000055511151231257827", "+2.5e-1", "3e-1", ".125"]
+    label.write_text("1 " + " ".join(tokens) + "\n")
+    W, H = data.sizes[0]
+    cx, cy, w, h = (float(t) for t in tokens)
+    want = [(cx - w / 2) * W, (cy - h / 2) * H, w * W, h * H]
+    assert load_ground_truth(yaml_path).boxes.tolist() == [want]
+    monkeypatch.setattr(yolo_io, "_textscan", None)
+    assert load_ground_truth(yaml_path).boxes.tolist() == [want]
 
 
 def test_yolo_denormalisation_formula():

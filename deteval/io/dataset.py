@@ -31,10 +31,13 @@ IMAGE_EXTENSIONS = frozenset(("bmp", "dng", "jpeg", "jpg", "mpo", "png", "tif", 
 #: How far outside [0, 1] a normalised YOLO coordinate may be (rounding of written values).
 NORMALISED_TOLERANCE = 1e-3
 
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
-def _header_size(head: bytes, fh) -> Optional[Tuple[int, int]]:
+
+def _header_size(head: bytes, more) -> Optional[Tuple[int, int]]:
     """``(width, height)`` of a PNG, JPEG, GIF, BMP or WebP file from its first bytes
-    (JPEG: walks the segments to the frame header); None for another format."""
+    (JPEG: walks the segments to the frame header, ``more()`` giving the next bytes);
+    None for another format."""
     import struct
     if head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
         return struct.unpack(">II", head[16:24])
@@ -60,10 +63,10 @@ def _header_size(head: bytes, fh) -> Optional[Tuple[int, int]]:
         data, pos = head, 2
         while True:
             while pos + 4 > len(data):
-                more = fh.read(65536)
-                if not more:
+                chunk = more()
+                if not chunk:
                     return None
-                data += more
+                data += chunk
             if data[pos] != 0xFF:
                 return None
             marker = data[pos + 1]
@@ -77,10 +80,10 @@ def _header_size(head: bytes, fh) -> Optional[Tuple[int, int]]:
             if marker in (0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD,
                           0xCE, 0xCF):  # start of frame: precision, height, width
                 while pos + 9 > len(data):
-                    more = fh.read(65536)
-                    if not more:
+                    chunk = more()
+                    if not chunk:
                         return None
-                    data += more
+                    data += chunk
                 h, w = struct.unpack(">HH", data[pos + 5:pos + 9])
                 return w, h
             pos += 2 + length
@@ -95,8 +98,11 @@ def image_size(path) -> Tuple[int, int]:
     size is used (EXIF orientation is not applied).
     """
     try:
-        with open(path, "rb") as fh:
-            found = _header_size(fh.read(4096), fh)
+        fd = os.open(path, _READ_FLAGS)
+        try:
+            found = _header_size(os.read(fd, 4096), lambda: os.read(fd, 65536))
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise InputError(f"Expected a readable image file but got: {exc.strerror}",
                          path) from None
@@ -127,6 +133,33 @@ def image_size(path) -> Tuple[int, int]:
         raise InputError("Expected an image whose header gives its width and height but "
                          "could not read one (unknown or corrupt format)", path)
     return int(w), int(h)
+
+
+def read_file(path, missing_ok: bool = False) -> Optional[bytes]:
+    """The bytes of a small file (os-level reads: cheaper than a file object when there
+    are thousands); None for a missing file when ``missing_ok``."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise InputError("Expected a readable file but there is none", path) from None
+    except OSError as exc:
+        raise InputError(f"Expected a readable file but got: {exc.strerror}", path) from None
+    try:
+        parts = []
+        while True:
+            b = os.read(fd, 1 << 16)
+            if not b:
+                break
+            parts.append(b)
+    except IsADirectoryError:
+        raise InputError("Expected a text file but got a folder", path) from None
+    except OSError as exc:
+        raise InputError(f"Expected a readable file but got: {exc.strerror}", path) from None
+    finally:
+        os.close(fd)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def image_sizes(paths: Sequence) -> np.ndarray:
@@ -231,6 +264,19 @@ class ImageNames:
             raise InputError(expected("image_id", "an image of the ground truth (its id, "
                                       "file name or file stem)", keys[i]), source, where(i))
         return out
+
+
+_LAST_NAMES: list = []
+
+
+def image_names(gt: GroundTruth) -> ImageNames:
+    """:class:`ImageNames` of a ground truth (the last one is kept: format detection and
+    the reader look images up in the same table)."""
+    if _LAST_NAMES and _LAST_NAMES[0] is gt:
+        return _LAST_NAMES[1]
+    names = ImageNames(gt.image_ids, gt.sources.get("file_names"))
+    _LAST_NAMES[:] = [gt, names]
+    return names
 
 
 def read_class_file(path) -> List[str]:

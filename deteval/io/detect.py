@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
-from .dataset import ImageNames, dataset_ground_truth, read_class_file
+from .dataset import ImageNames, dataset_ground_truth, image_names, read_class_file
 
 __all__ = ["detect_ground_truth", "detect_results", "load_ground_truth", "load_results",
            "load_pair", "GROUND_TRUTH_FORMATS", "RESULTS_FORMATS"]
@@ -153,7 +153,7 @@ def detect_results(path, gt: GroundTruth) -> Tuple[str, Path]:
                        and e.is_file())
     if not files:
         return "yolo", p  # no prediction file: no detections in either format
-    names = ImageNames(gt.image_ids, gt.sources.get("file_names"))
+    names = image_names(gt)
     by_image = any(names.find(f[:-4]) >= 0 for f in files)
     classes = set(gt.class_names)
 
@@ -162,7 +162,7 @@ def detect_results(path, gt: GroundTruth) -> Tuple[str, Path]:
                                       if ch == "_")
 
     by_class_name = any(names_a_class(f[:-4]) for f in files[:50])
-    files = [p / f for f in files]
+    files = [os.path.join(p, f) for f in files[:20]]
     yolo_content = voc_content = True
     for q in files[:20]:
         tokens = _first_line_fields(q)

@@ -24,8 +24,8 @@ import numpy as np
 
 from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
-from .dataset import (IMAGE_EXTENSIONS, NORMALISED_TOLERANCE, ImageNames, dataset_ground_truth,
-                      first_bad_line, image_sizes, join_files, parse_rows)
+from .dataset import (IMAGE_EXTENSIONS, NORMALISED_TOLERANCE, dataset_ground_truth, image_names,
+                      first_bad_line, image_sizes, join_files, parse_rows, read_file)
 from .files import quote
 
 from .. import _native
@@ -227,20 +227,14 @@ def load_yolo_dataset(path, split: Optional[str] = None) -> GroundTruth:
     _check_unique_stems(names, images, yaml_path)
     labels = [label_path(p) for p in images]
     _check_orphan_labels(labels, yaml_path)
-    chunks = []
-    for lp in labels:
-        try:
-            with open(lp, "rb") as fh:
-                chunks.append(fh.read())
-        except FileNotFoundError:
-            chunks.append(b"")  # an image without a label file has no objects
-        except IsADirectoryError:
-            raise InputError("Expected a YOLO label text file but got a folder", lp) from None
-        except OSError as exc:
-            raise InputError(f"Expected a readable label file but got: {exc.strerror}",
-                             lp) from None
+    # an image without a label file has no objects
+    chunks = [read_file(lp, missing_ok=True) or b"" for lp in labels]
     sizes = image_sizes(images)
-    values, file_idx = _rows(chunks, labels, 5, _LABEL_FIELDS, "class cx cy w h")
+    fast = _scan_rows(chunks, len(class_names), 5)
+    if fast is not None:
+        values, file_idx = fast
+    else:
+        values, file_idx = _rows(chunks, labels, 5, _LABEL_FIELDS, "class cx cy w h")
     cls = _check_rows(values, file_idx, chunks, labels, len(class_names), 5)
     boxes = denormalise(values[:, 1:5], sizes[file_idx])
     return dataset_ground_truth(
@@ -384,21 +378,14 @@ def load_yolo_predictions(folder, gt: GroundTruth) -> Detections:
     except OSError as exc:
         raise InputError(f"Expected a folder of YOLO prediction files but got: "
                          f"{exc.strerror}", folder) from None
-    lookup = ImageNames(gt.image_ids, gt.sources.get("file_names"))
+    lookup = image_names(gt)
     image_of_file = lookup.positions([f[:-4] for f in files], folder, lambda i: files[i])
     base = str(folder)
     paths = [os.path.join(base, f) for f in files]
-    chunks = []
-    for p in paths:
-        try:
-            with open(p, "rb") as fh:
-                chunks.append(fh.read())
-        except OSError as exc:
-            raise InputError(f"Expected a readable prediction file but got: {exc.strerror}",
-                             p) from None
+    chunks = [read_file(p) for p in paths]
     names = paths
     k = len(gt.class_names)
-    fast = _scan_predictions(chunks, k)
+    fast = _scan_rows(chunks, k, 6)
     if fast is not None:
         values, file_idx = fast
     else:
@@ -412,23 +399,33 @@ def load_yolo_predictions(folder, gt: GroundTruth) -> Detections:
                       sources={"results": str(folder), "format": "yolo"})
 
 
-def _scan_predictions(chunks, num_classes: int):
-    """The C scanner's ``(values, file_idx)``, or None (no extension, or a line it does
-    not accept: the numpy path decides and names the problem)."""
+def _scan_rows(chunks, num_classes: int, nfields: int):
+    """The C scanner's ``(values, file_idx)`` of ``class`` + ``nfields - 1`` numbers per
+    line, file by file, or None (no extension, or a line it does not accept: the numpy
+    path decides and names the problem). The scanner reads 6 fields; label lines (5) get
+    a sixth, ``0``, appended to every line."""
     if _textscan is None:
         return None
-    data, first_line = join_files(chunks)
     table = _native.id_table([str(c).encode() for c in range(num_classes)])
-    values, id_start, id_len, line, error, cls = _textscan.scan_detections(data, table)
-    if error is not None:
-        return None
-    cls = np.frombuffer(cls, dtype=np.int64)
+    scan = _textscan.scan_detections
+    values, classes, counts = [], [], np.zeros(len(chunks), dtype=np.int64)
+    pad = nfields == 5
+    for f, chunk in enumerate(chunks):
+        if pad and chunk:
+            if chunk[-1:] != b"\n":
+                chunk += b"\n"
+            chunk = chunk.replace(b"\n", b" 0\n")
+        v, _, _, _, error, cls = scan(chunk, table)
+        if error is not None:
+            return None
+        values.append(v)
+        classes.append(cls)
+        counts[f] = len(cls) >> 3
+    cls = np.frombuffer(b"".join(classes), dtype=np.int64)
     if (cls < 0).any():
         return None
-    rest = np.frombuffer(values, dtype=np.float64).reshape(-1, 5)
-    out = np.empty((rest.shape[0], 6))
+    rest = np.frombuffer(b"".join(values), dtype=np.float64).reshape(-1, 5)
+    out = np.empty((rest.shape[0], nfields))
     out[:, 0] = cls
-    out[:, 1:] = rest
-    line = np.frombuffer(line, dtype=np.int64)
-    file_idx = np.searchsorted(first_line, line - 1, side="right") - 1
-    return out, file_idx.astype(np.int64)
+    out[:, 1:] = rest[:, :nfields - 1]
+    return out, np.repeat(np.arange(len(chunks), dtype=np.int64), counts)
