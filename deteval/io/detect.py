@@ -34,6 +34,8 @@ _RES_EXPECTED = ("a COCO results JSON file, a folder of YOLO prediction .txt fil
 
 
 def _head(path, n: int = 1 << 16) -> bytes:
+    from .files import check_regular_files
+    check_regular_files([path], "file")  # a FIFO or a device is never opened
     try:
         with open(path, "rb") as fh:
             data = fh.read(n)
@@ -82,6 +84,8 @@ def detect_ground_truth(path) -> Tuple[str, Path]:
             return "cvat", p  # the reader refuses the video schema, naming the line
         if kind == "yaml" or (kind is None and p.suffix in (".yaml", ".yml")):
             return "yolo", p
+        if kind is None and (p.suffix.lower() == ".json" or _head(p)[:1] in (b"", b"{")):
+            return "coco", p  # the COCO reader says what is wrong with it
         hint = {"coco-results": " (a results list: it goes second, as RESULTS)",
                 "labelme-file": " (one LabelMe file: pass its folder)",
                 "voc-file": " (one VOC annotation: pass its folder)"}.get(kind, "")
@@ -145,8 +149,9 @@ def detect_results(path, gt: GroundTruth) -> Tuple[str, Path]:
         kind = _sniff_file(p)
         if kind == "coco-results":
             return "coco", p
-        if kind == "coco":
-            return "coco", p  # the reader says a dataset is not a results list
+        if kind == "coco" or (kind is None and (p.suffix.lower() == ".json"
+                                                 or _head(p)[:1] in (b"", b"{", b"["))):
+            return "coco", p  # the reader says what is wrong (a dataset, bad JSON...)
         raise InputError(expected("RESULTS", _RES_EXPECTED, "a file of another kind"), p)
     with os.scandir(p) as it:
         files = sorted(e.name for e in it if e.name.endswith(".txt") and e.name != "classes.txt"
@@ -422,15 +427,10 @@ def load_pair(ground_truth, results, *, split: Optional[str] = None,
     """``(gt, det, warnings)`` of any ground truth and results formats, or None when both
     are COCO JSON files and no option needs this path (the ordinary COCO readers then run,
     with segm and keypoints)."""
+    if split is None and classes_file is None and _coco_side(ground_truth, _OTHER_GT) and \
+            _coco_side(results, ()) and (not Path(results).is_file() or _integer_ids(results)):
+        return None
     gt_fmt, _ = detect_ground_truth(ground_truth)
-    if gt_fmt == "coco" and split is None and classes_file is None and Path(results).is_file() \
-            and _sniff_file(results) in ("coco-results", "coco") and Path(ground_truth).is_file():
-        try:
-            from .coco import load_coco_results  # noqa: F401
-        except ImportError:  # pragma: no cover
-            pass
-        if _integer_ids(results):
-            return None
     classes = read_class_file(classes_file) if classes_file is not None else None
     if classes is not None and gt_fmt not in ("labelme", "cvat", "voc"):
         raise InputError(expected("--classes", "given only with LabelMe, CVAT or VOC ground "
@@ -445,6 +445,25 @@ def load_pair(ground_truth, results, *, split: Optional[str] = None,
                         + (" ..." if len(gt.class_names) > 10 else "") + "); give "
                         "--classes FILE to set the order")
     return gt, det, warnings
+
+
+_OTHER_GT = ("cvat", "cvat-video", "yaml", "labelme-file", "voc-file", "coco-results")
+
+
+def _coco_side(path, other_kinds) -> bool:
+    """True for what the COCO readers judge: a COCO file, a missing path, a FIFO, a file
+    that is none of ``other_kinds`` (their messages say what is wrong)."""
+    p = Path(path)
+    if p.is_dir():
+        return False
+    if not p.is_file():
+        return True
+    if p.suffix.lower() in (".yaml", ".yml", ".xml"):
+        return False
+    try:
+        return _sniff_file(p) not in other_kinds
+    except InputError:
+        return True
 
 
 def _integer_ids(path) -> bool:
