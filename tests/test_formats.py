@@ -439,3 +439,53 @@ def test_split_only_with_yolo(capsys, dataset):
     data, paths = dataset
     _bad(capsys, ["coco", str(paths["gt"]["labelme"]), str(paths["res"]["coco"]), "--split",
                   "val"], "--split")
+
+
+@pytest.mark.parametrize("fmt,ext,kw", [
+    ("PNG", "png", {}), ("JPEG", "jpg", {}), ("JPEG", "jpeg", {"progressive": True}),
+    ("GIF", "gif", {}), ("BMP", "bmp", {}), ("WEBP", "webp", {"lossless": True}),
+    ("WEBP", "webp", {}), ("TIFF", "tif", {})])
+@pytest.mark.parametrize("size", [(1, 1), (33, 17), (1024, 513)])
+def test_image_header_sizes(tmp_path, fmt, ext, kw, size):
+    from PIL import Image
+    from deteval.io.dataset import image_size
+    p = tmp_path / f"a.{ext}"
+    if fmt == "JPEG":
+        # the frame header more than 64 KiB in: past the first reads
+        kw = dict(kw, exif=b"Exif\x00\x00" + b"\x00" * 60000, comment=b"c" * 60000)
+    Image.new("RGB", size, (1, 2, 3)).save(p, fmt, **kw)
+    assert image_size(p) == size
+
+
+def test_unreadable_image_is_an_error_naming_it(tmp_path, capsys):
+    data = fg.generate(19, n_images=2, empty_images=0)
+    yaml_path = fg.write_yolo(data, tmp_path / "ds")
+    img = sorted((tmp_path / "ds" / "images" / "val").iterdir())[0]
+    img.write_bytes(b"not an image")
+    res = tmp_path / "r.json"
+    res.write_text("[]")
+    _bad(capsys, ["coco", str(yaml_path), str(res)], str(img), "width and height")
+
+
+def test_voc_results_unknown_image(capsys, tmp_path):
+    data = fg.generate(20, n_images=2, empty_images=0)
+    lm = fg.write_labelme(data, tmp_path / "lm")
+    res = fg.write_voc_results(data, tmp_path / "res")
+    (res / "comp4_det_test_cat.txt").write_text("img_000 0.5 1 1 4 4\nnobody 0.5 1 1 4 4\n")
+    _bad(capsys, ["coco", str(lm), str(res)], "comp4_det_test_cat.txt", "line 2", "nobody")
+
+
+def test_classes_option_only_where_it_decides(capsys, dataset, tmp_path):
+    data, paths = dataset
+    classes = tmp_path / "c.txt"
+    classes.write_text("\n".join(fg.CLASSES))
+    _bad(capsys, ["coco", str(paths["gt"]["yolo"]), str(paths["res"]["yolo"]), "--classes",
+                  str(classes)], "--classes", "LabelMe, CVAT or VOC")
+
+
+def test_coco_ground_truth_with_yolo_and_voc_results(dataset):
+    """COCO ground truth: image sizes and file names come from its `images`."""
+    data, paths = dataset
+    gt = load_ground_truth(paths["gt"]["coco"])
+    assert gt.image_sizes.tolist() == [[h, w] for (w, h) in data.sizes]
+    assert gt.sources["file_names"] == data.names

@@ -108,6 +108,9 @@ def load_cvat(path, classes: Optional[Sequence[str]] = None) -> GroundTruth:
     warnings: List[str] = []
     if meta_labels:
         class_names, order = meta_labels, "CVAT <meta> labels"
+        if classes is not None:
+            warnings.append(f"{path}: the <meta> labels decide the class order: --classes is "
+                            "not used")
     elif classes is not None:
         class_names, order = list(classes), "--classes"
     else:

@@ -300,18 +300,19 @@ _HEIGHT = re.compile(rb"<size>.*?<height>\s*(\d+)\s*</height>", re.S)
 
 
 def _voc_image_info(xml_dir: Path, stems: Sequence[str]):
-    """File names (``<filename>``, else ``<stem>.jpg``... no: the stem) and ``<size>``
-    (0 where absent) of each annotation file."""
+    """File names and ``(height, width)`` (0 where ``<size>`` is absent) of each annotation
+    file. The file name is ``<filename>`` when its stem is the annotation's stem, else the
+    stem itself (VOC detection files name images by it)."""
     names, sizes = [], np.zeros((len(stems), 2), dtype=np.int64)
     for i, s in enumerate(stems):
         data = (xml_dir / f"{s}.xml").read_bytes()
         m = _FILENAME.search(data)
-        names.append(m.group(1).decode("utf-8", "replace") if m else s)
+        name = m.group(1).decode("utf-8", "replace") if m else s
+        names.append(name if name.rsplit(".", 1)[0] == s else s)
         w, h = _WIDTH.search(data), _HEIGHT.search(data)
         if w and h:
             sizes[i] = int(h.group(1)), int(w.group(1))
-    # an image is named by its stem whatever <filename> says (VOC detection files do)
-    return [n if n.rsplit(".", 1)[0] == s else f"{s}" for n, s in zip(names, stems)], sizes
+    return names, sizes
 
 
 # ------------------------------------------------------------------ results

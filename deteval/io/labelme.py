@@ -85,6 +85,8 @@ def load_labelme(folder, classes: Optional[Sequence[str]] = None) -> GroundTruth
     if labels_txt.is_file():
         class_names: Optional[List[str]] = read_class_file(labels_txt)
         order, list_source = "labels.txt", labels_txt
+        if classes is not None:
+            warnings.append(f"{labels_txt} decides the class order: --classes is not used")
     elif classes is not None:
         class_names, order, list_source = list(classes), "--classes", "--classes"
     else:
