@@ -489,3 +489,15 @@ def test_coco_ground_truth_with_yolo_and_voc_results(dataset):
     gt = load_ground_truth(paths["gt"]["coco"])
     assert gt.image_sizes.tolist() == [[h, w] for (w, h) in data.sizes]
     assert gt.sources["file_names"] == data.names
+
+
+def test_results_folder_without_prediction_files(capsys, tmp_path):
+    data = fg.generate(21, n_images=2, empty_images=0)
+    lm = fg.write_labelme(data, tmp_path / "lm")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "readme.md").write_text("x")
+    _bad(capsys, ["coco", str(lm), str(other)], "a folder without .txt files")
+    (tmp_path / "empty").mkdir()
+    assert main(["coco", str(lm), str(tmp_path / "empty")]) == 0
+    assert "an empty folder: no detections" in capsys.readouterr().err

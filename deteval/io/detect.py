@@ -157,7 +157,10 @@ def detect_results(path, gt: GroundTruth) -> Tuple[str, Path]:
         files = sorted(e.name for e in it if e.name.endswith(".txt") and e.name != "classes.txt"
                        and e.is_file())
     if not files:
-        return "yolo", p  # no prediction file: no detections in either format
+        if any(os.scandir(p)):
+            raise InputError(expected("RESULTS", _RES_EXPECTED, "a folder without .txt "
+                                      "files"), p)
+        return "yolo", p  # an empty folder: no detections (a warning says so)
     names = image_names(gt)
     by_image = any(names.find(f[:-4]) >= 0 for f in files)
     classes = set(gt.class_names)
@@ -325,6 +328,12 @@ def load_results(path, gt: GroundTruth) -> Detections:
         return load_named_coco_results(where, gt)
     if fmt == "yolo":
         from .yolo import load_yolo_predictions
+        if not any(os.scandir(where)):
+            none = np.zeros(0, dtype=np.int64)
+            return Detections(image_idx=none, class_idx=none, boxes=np.zeros((0, 4)),
+                              scores=np.zeros(0), order=none, sources={
+                                  "results": str(where), "format": "yolo",
+                                  "warnings": [f"{where}: an empty folder: no detections"]})
         if gt.image_sizes is None or (gt.image_sizes <= 0).any():
             bad = 0 if gt.image_sizes is None else int(np.flatnonzero(
                 (gt.image_sizes <= 0).any(axis=1))[0])
