@@ -35,9 +35,10 @@ class Data:
 
 
 def generate(seed: int, n_images: int = 12, max_objects: int = 6, dets_per_image: int = 8,
-             empty_images: int = 2) -> Data:
+             empty_images: int = 2, ties: bool = False) -> Data:
     """A dataset: ``kind`` is "box" or "poly" (a polygon whose bounding box is the box).
-    The last ``empty_images`` images have no objects."""
+    The last ``empty_images`` images have no objects. ``ties``: scores from {1/8, ..., 1},
+    so equal scores are broken by order (every writer keeps the per-image order)."""
     rng = np.random.default_rng(seed)
     names = [f"img_{i:03d}.{'png' if i % 2 else 'jpg'}" for i in range(n_images)]
     sizes = [SIZES[int(rng.integers(len(SIZES)))] for _ in range(n_images)]
@@ -68,7 +69,8 @@ def generate(seed: int, n_images: int = 12, max_objects: int = 6, dets_per_image
                 det = (c, x2, y2, w, h)
             else:
                 det = (int(rng.integers(len(CLASSES))), *box(W, H))
-            data.dets.append((i, *det, (int(scores[s]) + 1) / 1024))
+            score = int(rng.integers(1, 9)) / 8 if ties else (int(scores[s]) + 1) / 1024
+            data.dets.append((i, *det, score))
             s += 1
     return data
 

@@ -37,10 +37,11 @@ def _write_all(data, root: Path) -> dict:
     return paths
 
 
-@pytest.fixture(scope="module", params=[0, 1])
+@pytest.fixture(scope="module", params=[(0, False), (1, True)], ids=["seed0", "seed1-ties"])
 def dataset(request, tmp_path_factory):
-    data = fg.generate(request.param)
-    root = tmp_path_factory.mktemp(f"formats{request.param}")
+    seed, ties = request.param
+    data = fg.generate(seed, ties=ties)
+    root = tmp_path_factory.mktemp(f"formats{seed}")
     return data, _write_all(data, root)
 
 
@@ -79,6 +80,35 @@ def test_every_pair_equals_pycocotools(dataset, g, r):
     for row in report.classes:
         _close(row, ref["classes"][row["id"]])
     assert [c["name"] for c in report.classes] == fg.CLASSES
+
+
+def _all_pairs_equal_pycocotools(data, paths):
+    ref = _reference(data)
+    for g in GT_FORMATS:
+        for r in RESULT_FORMATS:
+            pair = load_pair(paths["gt"][g], paths["res"][r], classes_file=_classes(g, paths))
+            report = (evaluate_coco(paths["gt"][g], paths["res"][r]) if pair is None
+                      else evaluate_coco(pair[0], pair[1]))
+            _close(report.stats, ref["stats"])
+            for row in report.classes:
+                _close(row, ref["classes"][row["id"]])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(2, 32))
+def test_random_datasets_every_pair_slow(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    data = fg.generate(seed, n_images=int(rng.integers(3, 40)),
+                       max_objects=int(rng.integers(1, 12)),
+                       dets_per_image=int(rng.integers(1, 40)), ties=bool(seed % 2))
+    _all_pairs_equal_pycocotools(data, _write_all(data, tmp_path))
+
+
+@pytest.mark.parametrize("seed", [101, 102])
+def test_random_datasets_every_pair(tmp_path, seed):
+    """A seeded subset of the slow sweep: denser images, ties."""
+    data = fg.generate(seed, n_images=6, max_objects=10, dets_per_image=30, ties=True)
+    _all_pairs_equal_pycocotools(data, _write_all(data, tmp_path))
 
 
 @pytest.mark.parametrize("g", GT_FORMATS)
