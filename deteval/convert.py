@@ -105,6 +105,8 @@ def convert(source, target: str, out, *, classes_file=None, split: Optional[str]
     else:
         files = _voc_files(gt, notes)
     links = _source_images(gt, source)
+    if links is not None and target == "yolo":
+        _check_image_sizes(gt, links)
     img_dir = "images/val" if target == "yolo" else "JPEGImages"
     if links is None:
         notes.append(f"source images not found: copy them into {Path(out) / img_dir} "
@@ -243,6 +245,19 @@ def _source_images(gt: GroundTruth, source) -> Optional[List[Path]]:
             return None
         out.append(Path(p))
     return out if out else None
+
+
+def _check_image_sizes(gt: GroundTruth, images: Sequence[Path]) -> None:
+    """The YOLO dataset is read back with the images' header sizes: they must be the sizes
+    the coordinates were normalised by."""
+    from .io.dataset import image_size
+    for i, path in enumerate(images):
+        w, h = image_size(path)
+        want_h, want_w = (int(v) for v in gt.image_sizes[i])
+        if (w, h) != (want_w, want_h):
+            raise InputError(f"Expected the image to be {want_w}x{want_h} as the source says "
+                             f"(YOLO coordinates are normalised by it) but its header says "
+                             f"{w}x{h}", path)
 
 
 def _write_folder(out: Path, files: dict, links: Optional[Sequence[Path]], img_dir: str,

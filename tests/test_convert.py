@@ -163,3 +163,25 @@ def test_yolo_target_needs_image_sizes(tmp_path, capsys):
     assert main(["convert", str(tmp_path / "gt.json"), "--to", "yolo", str(tmp_path / "y")]) == 2
     assert "width and height" in capsys.readouterr().err
     assert not (tmp_path / "y").exists()
+
+
+def test_yolo_target_refuses_images_of_another_size(tmp_path, capsys):
+    data = fg.generate(10, n_images=2, empty_images=0)
+    src = _coco_with_images(data, tmp_path / "coco")
+    from PIL import Image
+    W, H = data.sizes[0]
+    Image.new("RGB", (W + 1, H)).save(tmp_path / "coco" / data.names[0])
+    assert main(["convert", str(src), "--to", "yolo", str(tmp_path / "y")]) == 2
+    err = capsys.readouterr().err
+    assert data.names[0] in err and f"{W}x{H}" in err and f"{W + 1}x{H}" in err
+    assert not (tmp_path / "y").exists()
+
+
+def test_classes_only_for_formats_without_their_own_order(tmp_path, capsys):
+    data = fg.generate(11, n_images=2, empty_images=0)
+    src = _coco_with_images(data, tmp_path / "coco")
+    classes = tmp_path / "c.txt"
+    classes.write_text("a\n")
+    assert main(["convert", str(src), "--to", "yolo", str(tmp_path / "y"), "--classes",
+                 str(classes)]) == 2
+    assert "--classes" in capsys.readouterr().err and not (tmp_path / "y").exists()

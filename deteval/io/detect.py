@@ -212,6 +212,10 @@ def load_ground_truth(path, *, split: Optional[str] = None,
     if split is not None and fmt != "yolo":
         raise InputError(expected("--split", "given only with a YOLO dataset", split),
                          path)
+    if classes is not None and fmt not in ("labelme", "cvat", "voc"):
+        raise InputError(expected("--classes", "given only with LabelMe, CVAT or VOC ground "
+                                  "truth (the others name their classes)", "a class list"),
+                         path)
     if fmt == "coco":
         return _coco_ground_truth(where)
     if fmt == "yolo":
@@ -440,11 +444,7 @@ def load_pair(ground_truth, results, *, split: Optional[str] = None,
     if split is None and classes_file is None and _coco_side(ground_truth, _OTHER_GT) and \
             _coco_side(results, ()) and (not Path(results).is_file() or _integer_ids(results)):
         return None
-    gt_fmt, _ = detect_ground_truth(ground_truth)
     classes = read_class_file(classes_file) if classes_file is not None else None
-    if classes is not None and gt_fmt not in ("labelme", "cvat", "voc"):
-        raise InputError(expected("--classes", "given only with LabelMe, CVAT or VOC ground "
-                                  "truth (the others name their classes)", str(classes_file)))
     gt = load_ground_truth(ground_truth, split=split, classes=classes)
     det = load_results(results, gt)
     warnings = list(gt.sources.get("warnings", [])) + list(det.sources.get("warnings", []))
