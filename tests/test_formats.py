@@ -531,3 +531,17 @@ def test_results_folder_without_prediction_files(capsys, tmp_path):
     (tmp_path / "empty").mkdir()
     assert main(["coco", str(lm), str(tmp_path / "empty")]) == 0
     assert "an empty folder: no detections" in capsys.readouterr().err
+
+
+def test_a_bad_first_line_is_named_not_taken_for_another_format(capsys, yolo_case):
+    yaml_path, pred, label, out = yolo_case
+    for p in pred.glob("*.txt"):
+        p.write_text("0 0.5 0.5 0.1 0.1\n")  # 5 fields in every prediction file
+    _bad(capsys, ["coco", str(yaml_path), str(pred)], "Expected 6 fields", "line 1")
+
+
+def test_yolo_lines_named_by_no_image(capsys, yolo_case):
+    yaml_path, pred, label, out = yolo_case
+    for p in pred.glob("*.txt"):
+        p.rename(p.with_name("x" + p.name))
+    _bad(capsys, ["coco", str(yaml_path), str(pred)], "Expected `image_id` to be an image")

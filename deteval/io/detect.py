@@ -182,8 +182,15 @@ def detect_results(path, gt: GroundTruth) -> Tuple[str, Path]:
                          and all(-0.01 <= v <= 1.01 for v in values[:4]))
         voc_content &= (values is not None and values[3] >= values[1]
                         and values[4] >= values[2])
-    yolo = by_image and yolo_content
-    voc = by_class_name and voc_content
+    # names decide when only one format's names fit (the reader then names any bad line);
+    # the content decides between two; YOLO-looking lines named by no image go to the YOLO
+    # reader, which names the first unknown file
+    if by_image != by_class_name:
+        yolo, voc = by_image, by_class_name
+    elif by_image:
+        yolo, voc = yolo_content, voc_content
+    else:
+        yolo, voc = yolo_content, False
     if yolo and not voc:
         return "yolo", p
     if voc and not yolo:
