@@ -545,3 +545,51 @@ def test_yolo_lines_named_by_no_image(capsys, yolo_case):
     for p in pred.glob("*.txt"):
         p.rename(p.with_name("x" + p.name))
     _bad(capsys, ["coco", str(yaml_path), str(pred)], "Expected `image_id` to be an image")
+
+
+def test_field_count_hints(capsys, yolo_case):
+    yaml_path, pred, label, out = yolo_case
+    p = sorted(pred.glob("*.txt"))[0]
+    p.write_text("0 0.5 0.5 0.1 0.1\n")
+    _bad(capsys, ["coco", str(yaml_path), str(pred)], "save_conf=True")
+    label.write_text("0 0.1 0.1 0.2 0.1 0.2 0.2\n")
+    _bad(capsys, ["coco", str(yaml_path), str(pred)], "segmentation label?")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_number_spellings_read_as_float_on_both_paths(tmp_path, monkeypatch, seed):
+    """Random values written as repr, %g, %.6f, %.3e, with + signs and trailing zeros: the
+    C scanner and the numpy path both give float(token) exactly."""
+    rng = np.random.default_rng(seed)
+    data = fg.generate(30 + seed, n_images=1, empty_images=0, max_objects=1)
+    yaml_path = fg.write_yolo(data, tmp_path / "ds")
+    label = next((tmp_path / "ds" / "labels" / "val").glob("*.txt"))
+    spell = [repr, lambda v: f"{v:g}", lambda v: f"{v:.6f}", lambda v: f"{v:.3e}",
+             lambda v: f"+{v!r}", lambda v: f"{v:.17f}0", lambda v: f"{v:.2E}"]
+    lines, want = [], []
+    W, H = data.sizes[0]
+    for _ in range(200):
+        v = rng.random(4) * 0.5 + [0.25, 0.25, 0.0, 0.0]
+        toks = [spell[int(rng.integers(len(spell)))](float(x)) for x in v]
+        lines.append("2 " + " ".join(toks))
+        cx, cy, w, h = (float(t) for t in toks)
+        want.append([(cx - w / 2) * W, (cy - h / 2) * H, w * W, h * H])
+    label.write_text("\n".join(lines) + "\n")
+    assert load_ground_truth(yaml_path).boxes.tolist() == want
+    monkeypatch.setattr(yolo_io, "_textscan", None)
+    assert load_ground_truth(yaml_path).boxes.tolist() == want
+
+
+def test_cvat_label_outside_meta_and_skipped_shapes(tmp_path, capsys):
+    data = fg.generate(22, n_images=2, empty_images=0)
+    p = fg.write_cvat(data, tmp_path / "a.xml")
+    text = p.read_text()
+    p.write_text(text.replace("</image>", '<points label="cat" points="1,1"></points></image>',
+                              1))
+    gt = load_ground_truth(p)
+    assert any("skipped 1 CVAT <points>" in w for w in gt.sources["warnings"])
+    p.write_text(text.replace('label="cat"', 'label="lynx"', 1))
+    res = tmp_path / "r.json"
+    res.write_text("[]")
+    err = _bad(capsys, ["coco", str(p), str(res)], str(p), "'lynx'", "not in it")
+    assert "line " in err

@@ -303,7 +303,7 @@ def _rows(chunks, paths, nfields, names, what):
         for chunk, path in zip(chunks, paths):
             bad = first_bad_line(chunk, nfields, what, names)
             if bad is not None:
-                raise InputError(bad[1], path, f"line {bad[0]}")
+                raise InputError(bad[1] + _hint(bad[1], nfields), path, f"line {bad[0]}")
         # every token reads as a number, some not as a plain decimal (nan, inf...): the
         # reference reader, line by line (the value checks then name the line)
         rows, files = [], []
@@ -317,6 +317,20 @@ def _rows(chunks, paths, nfields, names, what):
     values, line = parsed
     file_idx = np.searchsorted(first_line, line - 1, side="right") - 1
     return values, file_idx.astype(np.int64)
+
+
+def _hint(message: str, nfields: int) -> str:
+    """What a wrong field count usually means."""
+    import re
+    m = re.search(r"but got (\d+):", message)
+    if m is None:
+        return ""
+    got = int(m.group(1))
+    if nfields == 6 and got == 5:
+        return " (predictions need their confidence: Ultralytics writes it with save_conf=True)"
+    if nfields == 5 and got >= 7 and got % 2:
+        return " (a segmentation label? only detection labels `class cx cy w h` are read)"
+    return ""
 
 
 def _row_error(i: int, file_idx, chunks, paths, message: str):
