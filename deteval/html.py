@@ -1045,6 +1045,9 @@ def _tide_section(report: dict) -> str:
             f'{svg}{svg2}</div></section>')
 
 
+_NO_PAIRS = '<p class="note">none: no detection matched a ground truth of another class</p>'
+
+
 def _confusion_section(report: dict) -> str:
     conf = report.get("confusion")
     if not isinstance(conf, dict) or not conf.get("matrix"):
@@ -1085,8 +1088,7 @@ def _confusion_section(report: dict) -> str:
             f'share of the row.{escape(note)}</p>')
     return (f'<section id="confusion"><h2>Confusion matrix</h2>{head}'
             f'<div style="overflow-x:auto">{svg}</div><h3>Most frequent misclassifications</h3>'
-            f'{table or "<p class=note>none: no detection matched a ground truth of another class"
-                                                         "</p>"}</section>')
+            f'{table or _NO_PAIRS}</section>')
 
 
 def _images_section(report: dict) -> str:
