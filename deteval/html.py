@@ -1203,6 +1203,14 @@ def _delta_cell(d: Optional[float], max_drop: float, extra: str = "") -> str:
     return f'<td data-v="{d!r}" class="{cls}">{d:+.4f}{extra}</td>'
 
 
+def _delta_domain(items) -> float:
+    """Half-width of a delta chart: the largest |delta|, at least 0.01, rounded up to
+    1, 2 or 5 times a power of ten (equal deltas do not blow up to a 1e-12 scale)."""
+    top = max([abs(i["value"]) for i in items if i["value"] is not None] + [0.01])
+    mag = 10 ** math.floor(math.log10(top))
+    return next(m * mag for m in (1, 2, 5, 10) if m * mag >= top)
+
+
 def render_comparison(baseline: dict, candidate: dict, comparison, *,
                       names: Tuple[str, str] = ("baseline", "candidate"),
                       generated_at: Optional[str] = None, page_size: int = 50) -> str:
@@ -1233,28 +1241,39 @@ def render_comparison(baseline: dict, candidate: dict, comparison, *,
                f'dropped by more than {max_drop:g}: {escape(", ".join(regs[:12]))}'
                f'{" …" if len(regs) > 12 else ""}</div>')
     # figures
-    rows = []
-    for r in comparison.rows:
-        if " " in r.figure and comparison.rows and r.figure.split(" ")[-1] in (
-                "AP", "AP50", "AP75") and r.figure not in _figures(baseline):
-            continue  # per-class rows are in the class table
-        extra = ""
-        di = getattr(r, "delta_interval", None)
-        if di:
-            extra = f' <span class="ci">[{di[0]:+.4f}, {di[1]:+.4f}]</span>'
-        rows.append(f'<tr class="{"regressed" if r.regressed else ""}"><td class="name">'
-                    f'{escape(r.figure)}</td><td>{_fmt(r.baseline)}</td><td>'
-                    f'{_fmt(r.candidate)}</td>{_delta_cell(r.delta, max_drop, extra)}'
-                    f'<td class="name">{"REGRESSED" if r.regressed else "ok"}</td></tr>')
+    headline = _figures(baseline)
+
+    def gate_row(r) -> str:
+        di = getattr(r, "delta_interval", None)  # paired bootstrap (issue 16), when present
+        extra = f' <span class="ci">[{di[0]:+.4f}, {di[1]:+.4f}]</span>' if di else ""
+        return (f'<tr class="{"regressed" if r.regressed else ""}"><td class="name">'
+                f'{escape(r.figure)}</td><td>{_fmt(r.baseline)}</td><td>'
+                f'{_fmt(r.candidate)}</td>{_delta_cell(r.delta, max_drop, extra)}'
+                f'<td class="name">{"REGRESSED" if r.regressed else "ok"}</td></tr>')
+
+    head_rows = [r for r in comparison.rows if r.figure in headline]
+    other_rows = sorted((r for r in comparison.rows if r.figure not in headline),
+                        key=lambda r: (not r.regressed, r.delta is None, r.delta or 0))
+    thead = ('<thead><tr><th class="name">figure</th><th>baseline</th><th>candidate</th>'
+             '<th>delta</th><th class="name">gate</th></tr></thead>')
     figs_table = ('<div class="tablewrap" style="max-width:760px"><table class="static">'
-                  '<thead><tr><th class="name">figure</th><th>baseline</th><th>candidate</th>'
-                  '<th>delta</th><th class="name">gate</th></tr></thead><tbody>'
-                  + "".join(rows) + "</tbody></table></div>")
+                  + thead + "<tbody>" + "".join(map(gate_row, head_rows))
+                  + "</tbody></table></div>")
+    if other_rows:
+        n_bad = sum(r.regressed for r in other_rows)
+        figs_table += (f'<details style="margin-top:8px"{" open" if n_bad else ""}><summary>'
+                       f'every per-class figure the gate checked ({len(other_rows)}, '
+                       f'{n_bad} regressed; regressions first)</summary><div class="tablewrap" '
+                       f'style="max-width:760px;max-height:420px;overflow-y:auto">'
+                       f'<table class="static">{thead}<tbody>'
+                       + "".join(map(gate_row, other_rows[:2000]))
+                       + "</tbody></table></div></details>")
     fig_items = [{"label": r.figure, "value": r.delta,
                   "note": "–" if r.delta is None else f"{r.delta:+.4f}"}
-                 for r in comparison.rows if r.figure in _figures(baseline)]
+                 for r in head_rows]
     fig_chart = (_hbar_svg(fig_items, width=620, label_width=70, diverging=True,
-                           title="candidate − baseline") if fig_items else "")
+                           title="candidate − baseline", domain=_delta_domain(fig_items))
+                 if fig_items else "")
     # per class
     proto = baseline.get("protocol")
     key = "name" if proto == "voc" else "id"
@@ -1310,7 +1329,8 @@ def render_comparison(baseline: dict, candidate: dict, comparison, *,
             class_items[-half:]
         chart_title = f"ΔAP by class: the {half} largest drops and the {half} largest gains"
     class_chart = (_hbar_svg(class_items, width=640, label_width=170, diverging=True,
-                             title=chart_title) if class_items else "")
+                             title=chart_title, domain=_delta_domain(class_items))
+                   if class_items else "")
     meta_b = _meta_section(baseline, None).replace('id="evaluated"', 'id="evaluated-b"') \
         .replace("What was evaluated", f"Baseline · {escape(names[0])}")
     meta_c = _meta_section(candidate, None).replace('id="evaluated"', 'id="evaluated-c"') \

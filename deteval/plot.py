@@ -69,7 +69,7 @@ def _curve_kw(j: int, n_points: int) -> dict:
 
 
 def write_figures(report: dict, out_dir: str, fmt: str = "png",
-                  progress: Optional[Callable] = None) -> List[str]:
+                  progress: Optional[Callable] = None, per_page: int = PER_PAGE) -> List[str]:
     """Write the figures of ``report`` into ``out_dir``; return the paths written.
 
     Parameters
@@ -81,6 +81,8 @@ def write_figures(report: dict, out_dir: str, fmt: str = "png",
     fmt : {"png", "svg", "pdf"}
     progress : callable, optional
         ``progress(iterable, total)`` wrapping the per-class pages (a progress bar).
+    per_page : int
+        Classes per ``pr_per_class_NN`` file.
 
     Raises
     ------
@@ -121,7 +123,7 @@ def write_figures(report: dict, out_dir: str, fmt: str = "png",
         ax.legend(loc="lower left", frameon=True)
         written.append(_save(plt, fig, out_dir, "pr_mean", fmt))
         best = curves.get("best_f1") or {}
-        pages = [names[i:i + PER_PAGE] for i in range(0, len(names), PER_PAGE)]
+        pages = [names[i:i + per_page] for i in range(0, len(names), per_page)]
         it = progress(enumerate(pages), len(pages)) if progress and len(pages) > 3 \
             else enumerate(pages)
         for p, page in it:

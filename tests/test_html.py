@@ -358,7 +358,8 @@ def test_cli_compare_html(tmp_path, two_reports):
 def test_plot_writes_every_figure(tmp_path, full, fmt):
     pytest.importorskip("matplotlib")
     src = tmp_path / "r.json"
-    src.write_text(json.dumps(full))
+    # every section; the full 30 classes once (drawing them is most of the time)
+    src.write_text(json.dumps(full if fmt == "png" else realistic_report(6, 60, seed=2)))
     out = tmp_path / "figs"
     code, stdout, err = cli("plot", src, "--out", out, "--format", fmt)
     assert code == 0, err
@@ -378,13 +379,16 @@ def test_plot_writes_every_figure(tmp_path, full, fmt):
         assert "IoU 0.5" in text and "IoU 0.75" in text
 
 
-def test_plot_pages_classes_thirty_a_file(tmp_path):
+def test_plot_pages_the_per_class_curves(tmp_path):
     pytest.importorskip("matplotlib")
     from deteval.plot import write_figures
-    d = realistic_report(61, 40, seed=1, diagnostics=False)
-    written = write_figures(d, str(tmp_path), "png")
-    assert [Path(p).name for p in written if "per_class_" in p] == [
-        "pr_per_class_01.png", "pr_per_class_02.png", "pr_per_class_03.png"]
+    d = realistic_report(9, 40, seed=1, diagnostics=False)
+    written = write_figures(d, str(tmp_path), "svg", per_page=4)
+    assert [Path(p).name for p in written if "per_class_" in Path(p).name] == [
+        "pr_per_class_01.svg", "pr_per_class_02.svg", "pr_per_class_03.svg"]
+    names = [c["name"] for c in d["classes"]]
+    last = (tmp_path / "pr_per_class_03.svg").read_text()
+    assert f"<!-- {names[8]} -->" in last and f"<!-- {names[0]} -->" not in last
 
 
 def test_plot_without_matplotlib_exits_2_naming_the_extra(tmp_path, full, monkeypatch):
