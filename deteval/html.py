@@ -916,11 +916,13 @@ def _classes_section(report: dict, page_size: int) -> str:
                 + "".join(f'<option value="{n}">{"all" if n == 0 else n}</option>'
                           for n in sorted({25, 50, 100, page_size, 0} - {-1}) if n >= 0)
                 + '</select></label></span></div>')
-    note = ("Click a column to sort (again to reverse), type to filter. – : undefined (no "
-            "ground truth of that class in that cell; pycocotools prints -1).")
+    note = ("Click a column to sort (again to reverse), type to filter. – : undefined ("
+            + ("no non-difficult ground truth of that class)." if report.get("protocol") == "voc"
+               else "no ground truth of that class in that cell; pycocotools prints -1)."))
     if best:
-        note += (" Best F1: the score threshold maximising F1 = 2TP/(TP+FP+nGT) at IoU 0.5 "
-                 "(the operating point to deploy at).")
+        note += (" Best F1: the score threshold maximising F1 = 2TP/(TP+FP+nGT) at IoU "
+                 f"{report.get('iou_threshold', 0.5) if report.get('protocol') == 'voc' else 0.5}"
+                 " (an operating point to deploy at).")
     if ci:
         note += " Brackets: bootstrap interval."
     chart = _ap_chart(report, ci, hk)
@@ -966,7 +968,8 @@ def _curves_section(report: dict) -> str:
         ap = None
         if mean is not None:
             ap = float(np.mean(mean))
-        label = f"IoU {iou}" + ("" if ap is None else f" (area {ap:.3f})")
+        voc = report.get("protocol") == "voc"
+        label = f"IoU {iou}" + ("" if ap is None or voc else f" (AP {ap:.3f})")
         series.append({"label": label, "values": mean, "color": color, "dash": dash})
     mean_svg = _pr_svg(recall, series, title="mean over classes")
     # per-class data for the script: precision x 10000 as integers, trailing zeros trimmed
@@ -995,11 +998,13 @@ def _curves_section(report: dict) -> str:
               if report.get("protocol") == "voc" else
               "COCOeval's interpolated precision at its 101 recall thresholds (area all, max "
               "dets " + str(((report.get("params") or {}).get("max_dets") or [100])[-1]) + ")")
-    dot = (" Circle: the best-F1 operating point (IoU 0.5)." if best else "")
+    dot = (" Circle: the best-F1 operating point." if best else "")
+    area = ("" if report.get("protocol") == "voc" else
+            "; its mean over the recall thresholds is the AP at that IoU (AP50, AP75)")
     return (f'<section id="curves"><h2>Precision–recall curves</h2>'
             f'<div class="figs">{mean_svg}<p class="note" style="max-width:420px">Curves are '
-            f'{escape(origin)}. The mean is over the classes with ground truth; its area is '
-            f'the AP at that IoU.{escape(dot)}</p></div>'
+            f'{escape(origin)}. The mean is over the classes with ground truth{escape(area)}.'
+            f'{escape(dot)}</p></div>'
             f'<h3>Per class <span class="note">({keys}; the classes on the table\'s current '
             f'page, in its order and filter)</span></h3><div class="multiples" id="multiples">'
             f'</div><script type="application/json" id="curves-data">{blob}</script></section>')
