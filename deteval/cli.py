@@ -185,6 +185,25 @@ def _now_utc() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _check_html_path(args) -> None:
+    """Refuse an unusable ``--html`` before any work (and before ``--json`` is written)."""
+    import os
+    path = getattr(args, "html", None)
+    if not path:
+        return
+    if path == STDOUT:
+        if getattr(args, "json", None) == STDOUT:
+            raise InputError("Expected at most one of `--json` and `--html` to be - (standard "
+                             "output) but got both")
+        return
+    if os.path.isdir(path):
+        raise InputError(expected("--html", "a writable file path", f"{path} (a folder)"))
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(expected("--html", "a file path in an existing folder",
+                                  f"{path} (no folder {folder})"))
+
+
 def _html_implies_diagnostics(args) -> None:
     """``--html`` asks for every diagnostic the page shows that the command offers."""
     if getattr(args, "html", None):
@@ -240,6 +259,7 @@ def _run_plot(args) -> int:
 
 
 def _run(args) -> int:
+    _check_html_path(args)
     _html_implies_diagnostics(args)
     html_extra = None
     if args.command == "plot":
@@ -309,7 +329,8 @@ def _run(args) -> int:
     if args.html:
         _write_html_report(args, report, html_extra)
     # with --json -, standard output carries the JSON report alone
-    print(report.format_table(), file=sys.stderr if args.json == STDOUT else sys.stdout)
+    print(report.format_table(), file=sys.stderr if STDOUT in (args.json, args.html)
+          else sys.stdout)
     return 0
 
 

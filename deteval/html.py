@@ -407,7 +407,8 @@ def _svg_text(x, y, text, *, anchor="start", size=11, cls="", extra="") -> str:
 
 
 def _pr_svg(recall: Sequence[float], series: List[dict], *, width=420, height=320,
-            title: str = "") -> str:
+            title: str = "", background: Optional[List[Sequence[float]]] = None,
+            background_label: str = "each class") -> str:
     """A precision-recall chart: axes 0..1 with grid, one polyline per series
     (``label``, ``values``, ``color``, ``dash``), legend in the empty lower-left corner."""
     ml, mr, mt, mb = 46, 14, 26 if title else 12, 40
@@ -436,6 +437,9 @@ def _pr_svg(recall: Sequence[float], series: List[dict], *, width=420, height=32
     parts.append(_svg_text(ml + w / 2, height - 6, "recall", anchor="middle", size=11))
     parts.append(_svg_text(12, mt + h / 2, "precision", anchor="middle", size=11,
                            extra=f' transform="rotate(-90 12 {mt + h / 2:.1f})"'))
+    for vals in background or ():
+        pts = " ".join(f"{X(r):.1f},{Y(p):.1f}" for r, p in zip(recall, vals))
+        parts.append(f'<polyline points="{pts}" fill="none" class="faint"/>')
     for s in series:
         vals = s["values"]
         if vals is None:
@@ -445,6 +449,9 @@ def _pr_svg(recall: Sequence[float], series: List[dict], *, width=420, height=32
         parts.append(f'<polyline points="{pts}" fill="none" stroke="{s["color"]}" '
                      f'stroke-width="2"{dash}><title>{escape(s["label"])}</title></polyline>')
     shown = [s for s in series if s["values"] is not None]
+    if background:
+        shown.append({"label": background_label, "values": (), "color": "#b9c3d0",
+                      "dash": ""})
     lx, ly = X(0) + 10, Y(0) - 12 - 16 * (len(shown) - 1)
     if shown:
         bw = 16 + 7 * max(len(s["label"]) for s in shown)
@@ -528,6 +535,8 @@ def _heatmap_svg(names: List[str], m: np.ndarray, *, full_row_sums: np.ndarray) 
     """Confusion heatmap: rows ground truth, columns predicted; colour = share of the row
     (of the ground-truth class's objects; background row: of all false detections)."""
     n = len(names)
+    full = names
+    names = [s if len(s) <= 22 else s[:21] + "…" for s in names]
     cell = max(12, min(34, 620 // max(n, 1)))
     label_w = 8 + 6.6 * max(len(s) for s in names)
     top = label_w
@@ -549,7 +558,7 @@ def _heatmap_svg(names: List[str], m: np.ndarray, *, full_row_sums: np.ndarray) 
             v = int(m[i, j])
             f = v / denom
             x, y = left + cell * j, top + cell * i
-            tip = f"ground truth {names[i]} → predicted {names[j]}: {v}"
+            tip = f"ground truth {full[i]} → predicted {full[j]}: {v}"
             if full_row_sums[i]:
                 tip += f" ({100 * f:.1f}% of the row)"
             parts.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" '
@@ -623,6 +632,7 @@ tr.regressed td{background:#fdf1f0}
 .axis{stroke:#8a93a3;stroke-width:1}
 .legend{fill:#fff;fill-opacity:.9;stroke:#d9dee7}
 .whisker{stroke:#1d2430;stroke-width:1.4;fill:none}
+.faint{stroke:#b9c3d0;stroke-width:.8;stroke-opacity:.7}
 svg text{fill:#1d2430} svg text.muted{fill:#5b6576} svg text.ttl{font-weight:600}
 svg text.on-dark{fill:#fff}
 svg.heat rect.cell{stroke:#fff;stroke-width:1} svg.heat rect.diag{stroke:#0072B2;stroke-width:1.5}
@@ -925,11 +935,10 @@ def _classes_section(report: dict, page_size: int) -> str:
                  " (an operating point to deploy at).")
     if ci:
         note += " Brackets: bootstrap interval."
-    chart = _ap_chart(report, ci, hk)
     return (f'<section id="classes-section"><h2>Per class ({len(classes)})</h2>{controls}'
             f'<div class="tablewrap"><table class="dt" id="classes" data-page-size="{page_size}">'
             f'<thead><tr>{"".join(heads)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-            f'</div><p class="note">{escape(note)}</p>{chart}</section>')
+            f'</div><p class="note">{escape(note)}</p></section>')
 
 
 def _ap_chart(report: dict, ci: dict, hk: str) -> str:
@@ -951,16 +960,19 @@ def _ap_chart(report: dict, ci: dict, hk: str) -> str:
         items.append({"label": name if len(name) <= 24 else name[:23] + "…", "value": v,
                       "interval": iv, "note": "" if v is None else f"{v:.3f}"})
     lw = min(190, 14 + 6.6 * max(len(i["label"]) for i in items))
-    return f"<h3>{escape(title)}</h3>" + _hbar_svg(items, width=660, label_width=lw, domain=1.0)
+    return (f'<h3 style="margin-top:0">{escape(title)}</h3>'
+            + _hbar_svg(items, width=600, label_width=lw, domain=1.0))
 
 
-def _curves_section(report: dict) -> str:
+def _overview_section(report: dict) -> str:
+    """Mean precision-recall curves beside AP by class."""
+    ap_chart = _ap_chart(report, _class_intervals(report), _headline_class_key(report))
     curves = report.get("curves")
     if not isinstance(curves, dict) or not curves.get("iou"):
-        return ""
+        return (f'<section id="overview"><h2>Overview</h2>{ap_chart}</section>'
+                if ap_chart else "")
     recall = curves.get("recall") or list(np.linspace(0, 1, 101))
     ious = list(curves["iou"])
-    stats = _figures(report)
     series = []
     for j, iou in enumerate(ious):
         color, dash = _IOU_STYLE[j % len(_IOU_STYLE)]
@@ -971,7 +983,30 @@ def _curves_section(report: dict) -> str:
         voc = report.get("protocol") == "voc"
         label = f"IoU {iou}" + ("" if ap is None or voc else f" (AP {ap:.3f})")
         series.append({"label": label, "values": mean, "color": color, "dash": dash})
-    mean_svg = _pr_svg(recall, series, title="mean over classes")
+    first = curves["iou"][ious[0]].get("per_class") or {}
+    faint = [v for v in first.values() if v is not None]
+    mean_svg = _pr_svg(recall, series, title="mean over classes",
+                       background=faint if 2 <= len(faint) <= 100 else None,
+                       background_label=f"each class, IoU {ious[0]}")
+    origin = ("the precision envelope at 101 recall points"
+              if report.get("protocol") == "voc" else
+              "COCOeval's interpolated precision at its 101 recall thresholds (area all, max "
+              "dets " + str(((report.get("params") or {}).get("max_dets") or [100])[-1]) + ")")
+    area = ("" if report.get("protocol") == "voc" else
+            "; its mean over the recall thresholds is the AP at that IoU (AP50, AP75)")
+    note = (f'<p class="note" style="max-width:420px">Curves are {escape(origin)}. The mean is '
+            f'over the classes with ground truth{escape(area)}.</p>')
+    return (f'<section id="overview"><h2>Overview</h2><div class="figs"><div>{mean_svg}{note}'
+            f'</div><div>{ap_chart}</div></div></section>')
+
+
+def _curves_section(report: dict) -> str:
+    """Per-class precision-recall small multiples, drawn by the page's script."""
+    curves = report.get("curves")
+    if not isinstance(curves, dict) or not curves.get("iou"):
+        return ""
+    recall = curves.get("recall") or list(np.linspace(0, 1, 101))
+    ious = list(curves["iou"])
     # per-class data for the script: precision x 10000 as integers, trailing zeros trimmed
     per = {}
     for iou in ious:
@@ -994,19 +1029,10 @@ def _curves_section(report: dict) -> str:
     keys = " ".join(f'<span class="swatch" style="border-color:{c};'
                     f'{"border-top-style:dashed" if d else ""}"></span>IoU {escape(i)}'
                     for i, (c, d) in zip(ious, data["styles"]))
-    origin = ("the precision envelope at 101 recall points"
-              if report.get("protocol") == "voc" else
-              "COCOeval's interpolated precision at its 101 recall thresholds (area all, max "
-              "dets " + str(((report.get("params") or {}).get("max_dets") or [100])[-1]) + ")")
     dot = (" Circle: the best-F1 operating point." if best else "")
-    area = ("" if report.get("protocol") == "voc" else
-            "; its mean over the recall thresholds is the AP at that IoU (AP50, AP75)")
-    return (f'<section id="curves"><h2>Precision–recall curves</h2>'
-            f'<div class="figs">{mean_svg}<p class="note" style="max-width:420px">Curves are '
-            f'{escape(origin)}. The mean is over the classes with ground truth{escape(area)}.'
-            f'{escape(dot)}</p></div>'
-            f'<h3>Per class <span class="note">({keys}; the classes on the table\'s current '
-            f'page, in its order and filter)</span></h3><div class="multiples" id="multiples">'
+    return (f'<section id="curves"><h2>Precision–recall per class</h2>'
+            f'<p class="note">{keys}; the classes on the table\'s current page, in its order '
+            f'and filter.{escape(dot)}</p><div class="multiples" id="multiples">'
             f'</div><script type="application/json" id="curves-data">{blob}</script></section>')
 
 
@@ -1188,6 +1214,7 @@ def render_report(report: dict, *, generated_at: Optional[str] = None,
 
     add("evaluated", "What was evaluated", _meta_section(report, generated_at))
     add("headline", "Headline", _headline_section(report))
+    add("overview", "Overview", _overview_section(report))
     add("classes-section", "Per class", _classes_section(report, page_size))
     add("curves", "PR curves", _curves_section(report))
     add("tide", "TIDE errors", _tide_section(report))

@@ -287,11 +287,39 @@ def test_cli_voc_html(tmp_path):
     assert 'id="tide"' not in text
 
 
-def test_cli_html_bad_path_exits_2_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize("bad", ["no/r.html", "."])
+def test_cli_html_bad_path_exits_2_and_writes_nothing(tmp_path, bad):
     js = tmp_path / "r.json"
-    code, out, err = cli("coco", COCO_GT, COCO_RESULTS, "--html", tmp_path / "no" / "r.html")
+    code, out, err = cli("coco", COCO_GT, COCO_RESULTS, "--json", js, "--html", tmp_path / bad)
     assert code == 2 and "--html" in err and "Traceback" not in err
-    assert not (tmp_path / "no").exists()
+    assert not js.exists() and not (tmp_path / "no").exists()
+    assert out == ""
+
+
+def test_cli_html_to_stdout_moves_the_tables_to_stderr(tmp_path):
+    code, out, err = cli("voc", VOC_ROOT, VOC_RESULTS, "--html", "-")
+    assert code == 0
+    assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
+    assert "mAP" in err
+    code, out, err = cli("voc", VOC_ROOT, VOC_RESULTS, "--html", "-", "--json", "-")
+    assert code == 2 and "--json" in err and out == ""
+
+
+def test_cli_compare_voc_html(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert cli("voc", VOC_ROOT, VOC_RESULTS, "--json", a)[0] == 0
+    rep = json.loads(a.read_text())
+    worst = rep["classes"][2]["name"]
+    rep["classes"][2]["ap"] -= 0.2
+    rep["mAP"] -= 0.2 / len(rep["classes"])
+    b.write_text(json.dumps(rep))
+    page = tmp_path / "d.html"
+    code, out, err = cli("compare", a, b, "--per-class", "--max-drop", "0.01", "--html", page)
+    assert code == 1, err
+    text = page.read_text()
+    body = text[text.index('id="classes"'):]
+    assert re.findall(r'<tr data-name="([^"]+)"', body)[0] == worst
+    assert f"{worst} AP" in text[:text.index('id="classes"')]  # named in the verdict
 
 
 def test_html_implies_the_diagnostics_the_command_has():
