@@ -915,16 +915,17 @@ def _classes_section(report: dict, page_size: int) -> str:
                 shown = ("–" if v is None else (repr(b.get(key)) if digits is None
                                                 else f"{v:.{digits}f}"))
                 tds.append(f'<td data-v="{"" if v is None else repr(v)}">{escape(shown)}</td>')
-        body.append(f'<tr data-name="{escape(name)}" data-headline="{hk.upper() if hk == "ap" else hk} '
-                    f'{_fmt(hv, 3)}">{"".join(tds)}</tr>')
-    controls = (f'<div class="controls"><input type="search" id="classes-filter" '
-                f'data-filter-for="classes" placeholder="filter classes by name" '
-                f'aria-label="filter classes by name">'
-                f'<span data-pager-for="classes"><button class="prev" type="button">‹ prev'
-                f'</button> <span class="info"></span> <button class="next" type="button">next ›'
-                f'</button> <label>rows per page <select>'
+        label = "AP" if hk == "ap" else hk
+        body.append(f'<tr data-name="{escape(name)}" data-headline="{label} {_fmt(hv, 3)}">'
+                    f'{"".join(tds)}</tr>')
+    controls = ('<div class="controls"><input type="search" id="classes-filter" '
+                'data-filter-for="classes" placeholder="filter classes by name" '
+                'aria-label="filter classes by name">'
+                '<span data-pager-for="classes"><button class="prev" type="button">‹ prev'
+                '</button> <span class="info"></span> <button class="next" type="button">next ›'
+                '</button> <label>rows per page <select>'
                 + "".join(f'<option value="{n}">{"all" if n == 0 else n}</option>'
-                          for n in sorted({25, 50, 100, page_size, 0} - {-1}) if n >= 0)
+                          for n in sorted({25, 50, 100, page_size} - {0}) + [0])
                 + '</select></label></span></div>')
     note = ("Click a column to sort (again to reverse), type to filter. – : undefined ("
             + ("no non-difficult ground truth of that class)." if report.get("protocol") == "voc"
@@ -1283,6 +1284,7 @@ def render_comparison(baseline: dict, candidate: dict, comparison, *,
                 f'{_fmt(r.candidate)}</td>{_delta_cell(r.delta, max_drop, extra)}'
                 f'<td class="name">{"REGRESSED" if r.regressed else "ok"}</td></tr>')
 
+    gate_details = ""
     head_rows = [r for r in comparison.rows if r.figure in headline]
     other_rows = sorted((r for r in comparison.rows if r.figure not in headline),
                         key=lambda r: (not r.regressed, r.delta is None, r.delta or 0))
@@ -1293,7 +1295,7 @@ def render_comparison(baseline: dict, candidate: dict, comparison, *,
                   + "</tbody></table></div>")
     if other_rows:
         n_bad = sum(r.regressed for r in other_rows)
-        figs_table += (f'<details style="margin-top:8px"{" open" if n_bad else ""}><summary>'
+        gate_details = (f'<details style="margin-top:12px"{" open" if n_bad else ""}><summary>'
                        f'every per-class figure the gate checked ({len(other_rows)}, '
                        f'{n_bad} regressed; regressions first)</summary><div class="tablewrap" '
                        f'style="max-width:760px;max-height:420px;overflow-y:auto">'
@@ -1374,12 +1376,12 @@ def render_comparison(baseline: dict, candidate: dict, comparison, *,
          f'marked by the same rule on {escape(hk)} ({n_reg} of {len(entries)} classes).</p>'
          '</section>'),
         ("figures", "Figures", f'<section id="figures"><h2>Figures</h2><div class="figs">'
-                               f'{figs_table}{fig_chart}</div></section>'),
+                               f'{figs_table}{fig_chart}</div>{gate_details}</section>'),
         ("classes-section", "Per class",
          f'<section id="classes-section"><h2>Per class, regressions first</h2>{controls}'
          f'<div class="tablewrap"><table class="dt" id="classes" data-page-size="{page_size}">'
          f'<thead><tr>{"".join(heads)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-         f'</div>{class_chart}</section>'),
+         f'</div><div style="margin-top:18px">{class_chart}</div></section>'),
         ("evaluated-b", "Inputs", f'<div class="figs" style="gap:40px">{meta_b}{meta_c}</div>'),
     ]
     ok = "passed" if passed else "REGRESSION"

@@ -22,8 +22,8 @@ import pytest
 
 from deteval import evaluate_coco
 from deteval.cli import _html_implies_diagnostics, main as deteval_main
-from deteval.html import (coco_curves, render_comparison, render_report, report_csv,
-                          report_markdown, voc_curves)
+from deteval.html import (coco_curves, render_comparison, render_report, report_markdown,
+                          voc_curves)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from html_fixtures import realistic_report  # noqa: E402
@@ -440,3 +440,18 @@ def test_plot_bad_out_and_format(tmp_path, full):
     with pytest.raises(SystemExit) as e:
         cli("plot", src, "--out", tmp_path, "--format", "jpg")
     assert e.value.code == 2
+
+
+@pytest.mark.parametrize("report", [
+    {"protocol": "coco"},
+    {"protocol": "voc", "classes": [], "mAP": None},
+    {"protocol": "coco", "stats": {"AP": None}, "classes": [{"id": 1, "name": "a", "AP": None}],
+     "curves": {"recall": [0.0, 1.0], "iou": {"0.5": {"per_class": {"a": None}, "mean": None}},
+                "best_f1": {"a": None}},
+     "confusion": {"classes": ["a", "background"], "matrix": [[0, 0], [0, 0]]},
+     "images": [], "tide": {"main": {}, "special": {}, "counts": {}}},
+])
+def test_degenerate_reports_render(report):
+    page = render_report(report)
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert 'id="headline"' in page
