@@ -348,6 +348,7 @@ def report_csv(report: dict) -> Dict[str, str]:
     out["classes.csv"] = _csv(rows)
     images = report.get("images")
     if isinstance(images, list) and images:
+        images = [_flat_image(im) for im in images]
         keys: List[str] = []
         for im in images:
             keys += [k for k in im if k not in keys]
@@ -1123,10 +1124,24 @@ def _confusion_section(report: dict) -> str:
             f'{table or _NO_PAIRS}</section>')
 
 
+def _flat_image(im: dict) -> dict:
+    """An ``images`` entry with nested counts (``{"tide": {"Cls": 1, ...}}``) flattened to
+    ``tide_Cls``; other values kept as they are."""
+    out = {}
+    for k, v in im.items():
+        if isinstance(v, dict):
+            for k2, v2 in v.items():
+                out[f"{k}_{k2}"] = v2
+        else:
+            out[k] = v
+    return out
+
+
 def _images_section(report: dict) -> str:
     images = report.get("images")
     if not isinstance(images, list) or not images:
         return ""
+    images = [_flat_image(im) for im in images if isinstance(im, dict)]
 
     def bad(im):
         return (_num(im.get("fp")) or 0) + (_num(im.get("fn")) or 0)
@@ -1136,9 +1151,9 @@ def _images_section(report: dict) -> str:
     extra = []
     for im in worst:
         extra += [k for k in im if k not in base and k not in extra
-                  and isinstance(im[k], (int, float))]
+                  and isinstance(im[k], (int, float)) and not isinstance(im[k], bool)]
     cols = [c for c in base if any(c in im for im in worst)] + extra
-    heads = "".join(f'<th class="{"name" if c == "file_name" else ""}">'
+    heads = "".join(f'<th{" class=name" if c == "file_name" else ""}>'
                     f'{escape(c.replace("num_", "").replace("_", " "))}</th>' for c in cols)
     heads += "<th>fp + fn</th>"
     rows = []

@@ -455,3 +455,13 @@ def test_degenerate_reports_render(report):
     page = render_report(report)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert 'id="headline"' in page
+
+
+def test_per_image_tide_counts_are_columns(full):
+    d = dict(full)
+    d["images"] = [dict(im, tide={"Cls": im["image_id"] % 3, "Miss": 1}) for im in full["images"]]
+    page = render_report(d)
+    sec = page[page.index('id="images"'):]
+    assert "<th>tide Cls</th>" in sec and "<th>tide Miss</th>" in sec
+    rows = list(csv.DictReader(io.StringIO(data_urls(page)["images.csv"])))
+    assert rows[4]["tide_Cls"] == str(d["images"][4]["tide"]["Cls"])
