@@ -614,7 +614,7 @@ border-radius:6px;background:#fff;cursor:pointer}
 .tablewrap{overflow-x:auto;border:1px solid var(--line);border-radius:8px}
 table.static{width:auto;min-width:50%}
 table.dt,table.static{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}
-table.dt th,table.dt td,table.static th,table.static td{padding:4px 10px;border-bottom:1px solid #eef1f5;text-align:right;
+table.dt th,table.dt td,table.static th,table.static td{padding:4px 8px;border-bottom:1px solid #eef1f5;text-align:right;
 white-space:nowrap}
 table.dt th,table.static th{background:var(--panel);position:sticky;top:0;font-weight:600;user-select:none}
 table.dt th.sortable{cursor:pointer}
@@ -623,8 +623,9 @@ table.dt th[aria-sort=ascending]::after{content:" \\25B2";font-size:9px}
 table.dt th[aria-sort=descending]::after{content:" \\25BC";font-size:9px}
 table.dt td.name,table.dt th.name,table.static td.name,table.static th.name{text-align:left}
 table.dt tr:hover td{background:#f7fafd}
-td .bar{display:inline-block;height:8px;background:var(--accent);border-radius:2px;
-vertical-align:middle;margin-right:6px;opacity:.75}
+td .track{display:inline-block;width:56px;height:8px;background:#e8edf3;border-radius:2px;
+vertical-align:middle;margin-right:6px;position:relative;overflow:hidden}
+td .bar{position:absolute;left:0;top:0;bottom:0;background:var(--accent);opacity:.8}
 td .ci{color:var(--muted);font-size:11.5px}
 td.bad,span.bad{color:var(--bad);font-weight:600} td.good,span.good{color:var(--good)}
 tr.regressed td{background:#fdf1f0}
@@ -902,8 +903,9 @@ def _classes_section(report: dict, page_size: int) -> str:
                 continue
             txt = _fmt(v)
             if k == hk:
-                bar = (f'<span class="bar" style="width:{60 * v:.0f}px"></span>'
-                       if v is not None else "")
+                bar = ('<span class="track"><span class="bar" style="width:'
+                       f'{100 * min(max(v, 0), 1):.0f}%"></span></span>' if v is not None
+                       else '<span class="track"></span>')
                 iv = _class_interval(ci, name, k)
                 civ = (f' <span class="ci">[{iv[0]:.3f}, {iv[1]:.3f}]</span>' if iv else "")
                 tds.append(f'<td data-v="{dv}">{bar}{txt}{civ}</td>')
