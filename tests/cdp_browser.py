@@ -66,8 +66,15 @@ class Browser:
         self._next = 0
         self.events: List[Dict[str, Any]] = []
         self.session = None
-        targets = self.call("Target.getTargets")["targetInfos"]
-        page = next(t for t in targets if t["type"] == "page")
+        deadline = time.monotonic() + timeout
+        while True:  # the first tab can appear a moment after the browser answers
+            targets = self.call("Target.getTargets")["targetInfos"]
+            page = next((t for t in targets if t["type"] == "page"), None)
+            if page is not None:
+                break
+            if time.monotonic() > deadline:
+                raise BrowserError("Chromium opened no page")
+            time.sleep(0.1)
         self.session = self.call("Target.attachToTarget", targetId=page["targetId"],
                                  flatten=True, session=False)["sessionId"]
         for domain in ("Runtime", "Log", "Network", "Page"):
