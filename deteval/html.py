@@ -236,11 +236,7 @@ def _num(v) -> Optional[float]:
 
 def _fmt(v, digits: int = 4) -> str:
     v = _num(v)
-    if v is None:
-        return "–"
-    if float(v).is_integer() and abs(v) >= 1 and digits == 0:
-        return f"{int(v):,}"
-    return f"{v:.{digits}f}"
+    return "–" if v is None else f"{v:.{digits}f}"
 
 
 def _fmt_int(v) -> str:
