@@ -1,7 +1,7 @@
 """Issue 17: every ground-truth format x every results format, read directly, gives exactly
 pycocotools' figures on the COCO version of the same data; the conventions; bad inputs."""
 import json
-import shutil
+
 from pathlib import Path
 
 import numpy as np

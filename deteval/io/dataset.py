@@ -12,7 +12,6 @@ Conventions (README "Formats"):
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np

@@ -120,7 +120,7 @@ def detect_ground_truth(path) -> Tuple[str, Path]:
     if not found:
         raise InputError(expected("GROUND_TRUTH", _GT_EXPECTED, "a folder holding none of "
                                   "them"), p)
-    raise InputError(f"Expected GROUND_TRUTH to be one dataset but the folder holds several: "
+    raise InputError("Expected `GROUND_TRUTH` to be one dataset but the folder holds several: "
                      + ", ".join(f"{f} ({q})" for f, q in found)
                      + "; pass the one to evaluate", p)
 

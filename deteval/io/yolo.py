@@ -26,7 +26,6 @@ from ..errors import InputError, expected
 from ..tables import Detections, GroundTruth
 from .dataset import (IMAGE_EXTENSIONS, NORMALISED_TOLERANCE, dataset_ground_truth, image_names,
                       first_bad_line, image_sizes, join_files, parse_rows, read_file)
-from .files import quote
 
 from .. import _native
 from .._native import textscan as _textscan  # None without it: numpy parses the lines

@@ -190,7 +190,7 @@ def run(args):
           "whole command)")
     rows = runner.print_timing_table({k: walls[k] for k in ("read-coco", "read-yolo")},
                                      rss, LABELS, base="read-coco")
-    erows = runner.print_timing_table({k: walls[k] for k in ("eval-coco", "eval-yolo")},
+    runner.print_timing_table({k: walls[k] for k in ("eval-coco", "eval-yolo")},
                                       rss, LABELS, base="eval-coco")
     ok = not failed
     if inner["read-coco"] and inner["read-yolo"]:
