@@ -13,6 +13,7 @@ from . import __version__
 from . import params
 from .errors import InputError, expected
 from .outfile import STDOUT, write_output
+from .diagnostics import run as diagnostics
 
 __all__ = ["main", "write_json"]
 
@@ -107,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="evaluate on a Dask cluster (local:N or tcp://host:8786); DETECTIONS "
                         "may then be a glob pattern of shard folders. Needs deteval[dask]")
     v.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    diagnostics.add_cli_options(v, "voc")
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics: bbox, segm, "
                                     "keypoints)",
@@ -141,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--partitions", type=int, metavar="N",
                    help="with --dask: image partitions (default twice the workers)")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    diagnostics.add_cli_options(c, "coco")
 
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
                        description="Compare two reports; exit 1 if a figure dropped by more "
@@ -156,6 +159,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args) -> int:
+    diag = None
+    if args.command in ("voc", "coco"):  # diagnostics options, checked before any work
+        diag = diagnostics.request_from_args(args, args.command)
+    stages = diag.stages if diag is not None and diag.needs_records else None
     if args.command == "voc":
         from .evaluate import evaluate_voc
         classes = None
@@ -172,7 +179,7 @@ def _run(args) -> int:
             finally:
                 distributed.disconnect(client)
         else:
-            report = evaluate_voc(args.annotations, args.detections, **kw)
+            report = evaluate_voc(args.annotations, args.detections, stages=stages, **kw)
     elif args.command == "coco":
         from .evaluate import evaluate_coco
         thr = _float_list(args.iou_thresholds, "--iou-thresholds") if args.iou_thresholds else None
@@ -203,7 +210,8 @@ def _run(args) -> int:
             report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
                                    area_ranges=areas, max_dets=md,
                                    class_agnostic=args.class_agnostic,
-                                   iou_type=args.iou_type, oks_sigmas=sigmas)
+                                   iou_type=args.iou_type, oks_sigmas=sigmas,
+                                   stages=stages)
     else:
         from .compare import compare_reports
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,
@@ -211,10 +219,15 @@ def _run(args) -> int:
                                per_class=args.per_class)
         print(result.format_table())
         return 0 if result.passed else 1
+    if diag is not None:
+        report = diag.finish(report, getattr(args, "compat", "devkit"))
     if args.json:
         write_json(args.json, report.to_dict())
+    if diag is not None and diag.csv_dir is not None:
+        report.write_csv(diag.csv_dir)
+    text = report.to_markdown() if diag is not None and diag.markdown else report.format_table()
     # with --json -, standard output carries the JSON report alone
-    print(report.format_table(), file=sys.stderr if args.json == STDOUT else sys.stdout)
+    print(text, file=sys.stderr if args.json == STDOUT else sys.stdout)
     return 0
 
 
