@@ -105,7 +105,7 @@ def supervision_iou(target_xyxy: np.ndarray, det_xyxy: np.ndarray) -> np.ndarray
         not positive.
     """
     t, d = target_xyxy, det_xyxy
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         iw = np.minimum(t[:, 2], d[:, 2]) - np.maximum(t[:, 0], d[:, 0])
         ih = np.minimum(t[:, 3], d[:, 3]) - np.maximum(t[:, 1], d[:, 1])
         np.clip(iw, 0.0, None, out=iw)
@@ -114,9 +114,21 @@ def supervision_iou(target_xyxy: np.ndarray, det_xyxy: np.ndarray) -> np.ndarray
         area_t = (t[:, 2] - t[:, 0]) * (t[:, 3] - t[:, 1])
         area_d = (d[:, 2] - d[:, 0]) * (d[:, 3] - d[:, 1])
         union = area_t + area_d - inter
-        out = np.zeros(inter.shape[0], dtype=np.float32)
-        np.divide(inter, union, out=out, where=union > 0)
-    return out
+        positive = union > 0
+        # the double quotient rounded to float32, as np.divide(..., out=float32) does
+        iou = np.where(positive, inter / np.where(positive, union, 1.0), 0.0)
+    return iou.astype(np.float32)
+
+
+def _overlapping_pairs(t_xyxy, d_xyxy, pair_gt, pair_det):
+    """The pairs whose boxes overlap horizontally (``min(x2) - max(x1) > 0``), column by
+    column: the only ones whose IoU can exceed a positive threshold."""
+    tx1, tx2 = np.ascontiguousarray(t_xyxy[:, 0]), np.ascontiguousarray(t_xyxy[:, 2])
+    dx1, dx2 = np.ascontiguousarray(d_xyxy[:, 0]), np.ascontiguousarray(d_xyxy[:, 2])
+    iw = np.minimum(tx2[pair_gt], dx2[pair_det])
+    iw -= np.maximum(tx1[pair_gt], dx1[pair_det])
+    keep = iw > 0
+    return pair_gt[keep], pair_det[keep]
 
 
 def confusion_matrix(target_image: np.ndarray, target_class: np.ndarray,
@@ -150,6 +162,8 @@ def confusion_matrix(target_image: np.ndarray, target_class: np.ndarray,
     d_img, d_cls, d_box = det_image[kept], det_class[kept], det_xyxy[kept]
     G, N = target_image.shape[0], kept.shape[0]
     pair_det, pair_gt, _ = candidate_pairs(d_img, target_image)
+    # IoU > threshold > 0 needs a positive intersection: drop the others cheaply first
+    pair_gt, pair_det = _overlapping_pairs(target_xyxy, d_box, pair_gt, pair_det)
     iou = supervision_iou(target_xyxy[pair_gt], d_box[pair_det])
     # supervision compares the float32 IoU with a Python float: numpy 2 compares in float32
     cand = iou > np.float32(iou_threshold)
