@@ -245,3 +245,28 @@ def test_streaming_metric_per_image():
     for e in want:
         e["file_name"] = None
     assert got == want
+
+
+def test_streaming_metric_voc_diagnostics_equal_the_cli():
+    import deteval
+    stages = {}
+    voc = REPO / "fixtures" / "voc"
+    rep = evaluate_voc(voc / "VOC2007", voc / "results", imageset="test", stages=stages)
+    gt, det = stages["gt"], stages["det"]
+    want = voc_diagnostics(rep, gt, det, stages["matches"], confusion=(0.5, 0.3),
+                           per_image=True).to_dict()
+    metric = deteval.MeanAveragePrecision("voc12", box_format="xyxy",
+                                          class_names=list(gt.class_names))
+    preds, targets = [], []
+    for i in range(gt.num_images):
+        g, d = gt.image_idx == i, det.image_idx == i
+        o = np.argsort(det.order[d], kind="stable")  # file order within the image
+        targets.append({"boxes": gt.boxes[g], "labels": gt.class_idx[g],
+                        "difficult": gt.difficult[g]})
+        preds.append({"boxes": det.boxes[d][o], "labels": det.class_idx[d][o],
+                      "scores": det.scores[d][o]})
+    metric.update(preds, targets, image_ids=[str(i) for i in gt.image_ids])
+    got = metric.compute(confusion=True, per_image=True).to_dict()
+    assert got["mAP"] == want["mAP"]
+    assert got["confusion"] == want["confusion"]
+    assert got["images"] == want["images"]
