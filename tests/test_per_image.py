@@ -270,3 +270,23 @@ def test_streaming_metric_voc_diagnostics_equal_the_cli():
     assert got["mAP"] == want["mAP"]
     assert got["confusion"] == want["confusion"]
     assert got["images"] == want["images"]
+
+
+def test_sections_attach_per_image_columns_and_report_keys():
+    # the hook TIDE uses: a section's per-image columns join every entry, its key the report
+    class Section:
+        def __init__(self, n):
+            self.per_image_columns = {"tide_Miss": np.arange(n)}
+
+        def to_dict(self):
+            return {"ap50": 1.0}
+
+    case = generate_case(6)
+    stages = {}
+    rep = evaluate_coco(case.gt, case.results, stages=stages)
+    g = stages["gt"]
+    out = coco_diagnostics(rep, g, stages["det"], stages["matches"], stages["summary"],
+                           per_image=True, sections={"tide": Section(g.num_images)}).to_dict()
+    assert out["tide"] == {"ap50": 1.0}
+    pos = {int(i): k for k, i in enumerate(g.image_ids)}
+    assert all(e["tide_Miss"] == pos[e["image_id"]] for e in out["images"])

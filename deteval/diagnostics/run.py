@@ -171,7 +171,7 @@ def check_unique_names(names, source=None) -> None:
 
 def coco_diagnostics(report, gt, det, matches, summary, *, confusion=None, curves=False,
                      per_image=False, file_names=None, image_key=None,
-                     image_ids=None) -> "DiagnosticsReport":
+                     image_ids=None, sections=None) -> "DiagnosticsReport":
     """The COCO diagnostics of one evaluation (tables, records, summary) around ``report``.
 
     Parameters
@@ -181,11 +181,16 @@ def coco_diagnostics(report, gt, det, matches, summary, *, confusion=None, curve
         The image keys ``matches`` were made with (default ascending image id).
     image_ids : ndarray, shape (I,), optional
         The image ids to report (default ``gt.image_ids``).
+    sections : dict name -> object, optional
+        Other diagnostics computed on the same tables (TIDE: ``{"tide": result}``), each with
+        ``to_dict()`` (its report key) and optionally ``tables()`` (printed tables) and
+        ``per_image_columns`` (dict column name -> int array, shape (I,), in ``gt``'s image
+        order: attached to every ``report["images"]`` entry).
     """
     names = list(gt.class_names)
     if confusion is not None or curves:
         check_unique_names(names, gt.sources.get("ground_truth"))
-    out = DiagnosticsReport(report)
+    out = DiagnosticsReport(report, sections=sections)
     if confusion is not None:
         out.confusion = coco_confusion(gt, det, names, *confusion)
     if curves or per_image:
@@ -210,10 +215,12 @@ def coco_diagnostics(report, gt, det, matches, summary, *, confusion=None, curve
                                     image_key=image_key, file_names=file_names)
             if image_ids is not None:
                 images = PerImage(np.asarray(image_ids), images.file_names, images.counts)
+            # the hook for TIDE's per-image error counts (and any other section's columns)
+            for sec in out.sections.values():
+                columns = getattr(sec, "per_image_columns", None)
+                if columns:
+                    images = images.with_extra(columns)
             out.images = images
-            # TIDE hook: deteval.diagnostics.tide's per-image error counts are attached here,
-            # out.images = out.images.with_extra({"tide_Cls": ..., ...}) (one int64 column per
-            # error type, shape (I,), in the table's image order).
     return out
 
 
