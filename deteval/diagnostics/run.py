@@ -409,7 +409,7 @@ def curves_table(cv: dict, names: List[str]) -> export.Table:
     return export.Table("PR curves (pycocotools precision, area all, max dets 100) and best-F1 "
                         "operating points (IoU 0.5)",
                         ["class", "AP50", "AP75", "best-F1 score", "precision", "recall",
-                         "F1"], rows,
+                         "F1"], rows, right=[False] + [True] * 6,
                         notes=["- : no non-crowd ground truth (or no detection) of that class"])
 
 
