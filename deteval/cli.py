@@ -13,7 +13,7 @@ from . import __version__
 from . import params
 from .errors import InputError, expected
 from .outfile import STDOUT, write_output
-from .diagnostics import run as diagnostics
+from .diagnostics import options as diagnostics
 
 __all__ = ["main", "write_json"]
 

@@ -38,12 +38,10 @@ import numpy as np
 
 from ..errors import InputError, expected
 from ..match import candidate_pairs
+from .options import DEFAULT_CONF_THRESHOLD, DEFAULT_IOU_THRESHOLD
 
 __all__ = ["ConfusionResult", "confusion_matrix", "check_confusion_thresholds",
            "DEFAULT_IOU_THRESHOLD", "DEFAULT_CONF_THRESHOLD"]
-
-DEFAULT_IOU_THRESHOLD = 0.5
-DEFAULT_CONF_THRESHOLD = 0.3
 
 
 @dataclass(frozen=True)

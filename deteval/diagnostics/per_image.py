@@ -26,12 +26,11 @@ import numpy as np
 
 from ..match import IGNORED, TP, CocoMatches, VocMatches
 from ..rank import voc_order
+from .options import WORST_SHOWN
 
 __all__ = ["PerImage", "coco_per_image", "voc_per_image", "coco_file_names", "WORST_SHOWN",
            "COUNT_COLUMNS"]
 
-#: Images the printed table lists (most ``fp + fn`` first, ties by image id).
-WORST_SHOWN = 20
 COUNT_COLUMNS = ("num_gt", "num_detections", "tp", "fp", "fn", "ignored")
 
 
@@ -153,7 +152,6 @@ def coco_file_names(source, gt) -> List[Optional[str]]:
     the file (``msgspec`` reads only the ``images`` ids and names).
     """
     import os
-    I = gt.num_images
     names: Dict[int, Optional[str]] = {}
     if isinstance(source, dict):
         for im in source.get("images", []):

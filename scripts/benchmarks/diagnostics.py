@@ -17,7 +17,6 @@ curves within 1e-12, best-F1 scores equal (TIDE: counts equal, dAPs within 1e-6)
     python scripts/bench.py diagnostics                      # 5000 images
     python scripts/bench.py diagnostics --images 500 --repeat 1
 """
-import importlib.util
 import json
 import os
 import subprocess
