@@ -200,7 +200,7 @@ def test_csv_bad_folder_writes_nothing(tmp_path):
     a_file = tmp_path / "file.txt"
     a_file.write_text("keep")
     out = tmp_path / "never.json"
-    for target in (a_file, tmp_path / "missing" / "deeper"):
+    for target in (a_file, tmp_path / "missing" / "deeper", "-"):
         proc = run_cli("coco", g, r, "--per-image", "--csv", target, "--json", out)
         assert proc.returncode == 2 and "--csv" in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr and not out.exists()

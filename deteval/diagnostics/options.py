@@ -144,6 +144,9 @@ def request_from_args(args, protocol: str) -> Optional[Request]:
 
 def check_csv_dir(path: str) -> None:
     """``--csv DIR`` must be a folder, or a new name in an existing folder."""
+    if path in ("", "-"):
+        raise InputError(expected("--csv", "a folder (it holds several files, so not "
+                                  "standard output)", path))
     if os.path.exists(path) and not os.path.isdir(path):
         raise InputError(expected("--csv", "a folder", f"{path} (not a folder)"))
     parent = os.path.dirname(os.path.abspath(path))
