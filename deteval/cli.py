@@ -13,6 +13,7 @@ from . import __version__
 from . import params
 from .errors import InputError, expected
 from .outfile import STDOUT, write_output
+from .diagnostics import options as diagnostics
 
 __all__ = ["main", "write_json"]
 
@@ -107,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="evaluate on a Dask cluster (local:N or tcp://host:8786); DETECTIONS "
                         "may then be a glob pattern of shard folders. Needs deteval[dask]")
     v.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    diagnostics.add_cli_options(v, "voc")
     _add_html_option(v)
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics: bbox, segm, "
@@ -149,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--partitions", type=int, metavar="N",
                    help="with --dask: image partitions (default twice the workers)")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    diagnostics.add_cli_options(c, "coco")
     _add_html_option(c)
 
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
@@ -223,6 +226,8 @@ def _check_html_path(args) -> None:
 
 def _html_implies_diagnostics(args) -> None:
     """``--html`` asks for every diagnostic the page shows that the command offers."""
+    if getattr(args, "dask", None) or getattr(args, "class_agnostic", False):
+        return  # the diagnostics run in one process, per class: the page shows the rest
     if getattr(args, "html", None):
         from .html import diagnostics_for_html
         for name in diagnostics_for_html(args.command, getattr(args, "iou_type", "bbox")):
@@ -277,10 +282,16 @@ def _run_plot(args) -> int:
 
 def _run(args) -> int:
     _check_html_path(args)
-    _html_implies_diagnostics(args)
-    html_extra = None
     if args.command == "plot":
         return _run_plot(args)
+    _html_implies_diagnostics(args)
+    html_extra = None
+    diag = None
+    if args.command in ("voc", "coco"):  # diagnostics options, checked before any work
+        diag = diagnostics.request_from_args(args, args.command)
+    stages = diag.stages if diag is not None and diag.needs_records else None
+    if args.command == "voc" and getattr(args, "html", None) and not args.dask:
+        stages = stages if stages is not None else {}  # the page's curves: the match records
     if args.command == "voc":
         from .evaluate import evaluate_voc
         classes = None
@@ -296,11 +307,12 @@ def _run(args) -> int:
                                                   client=client, **kw)
             finally:
                 distributed.disconnect(client)
-        elif args.html:  # the page's curves need the match records
-            from .html import evaluate_voc_for_page
-            report, html_extra = evaluate_voc_for_page(args.annotations, args.detections, **kw)
         else:
-            report = evaluate_voc(args.annotations, args.detections, **kw)
+            report = evaluate_voc(args.annotations, args.detections, stages=stages, **kw)
+            if args.html:
+                from .html import voc_curves
+                html_extra = {"curves": voc_curves(stages["matches"], stages["gt"].class_names,
+                                                   args.iou, args.compat)}
     elif args.command == "coco":
         from .evaluate import evaluate_coco
         thr = _float_list(args.iou_thresholds, "--iou-thresholds") if args.iou_thresholds else None
@@ -345,7 +357,8 @@ def _run(args) -> int:
             report = evaluate_coco(gt_in, res_in, iou_thresholds=thr,
                                    area_ranges=areas, max_dets=md,
                                    class_agnostic=args.class_agnostic,
-                                   iou_type=args.iou_type, oks_sigmas=sigmas)
+                                   iou_type=args.iou_type, oks_sigmas=sigmas,
+                                   stages=stages)
     elif args.command == "convert":
         from .convert import convert
         notes = convert(args.source, args.target, args.out, classes_file=args.classes,
@@ -363,13 +376,17 @@ def _run(args) -> int:
             _write_html_comparison(args, result)
         print(result.format_table())
         return 0 if result.passed else 1
+    if diag is not None:
+        report = diag.finish(report, getattr(args, "compat", "devkit"))
     if args.json:
         write_json(args.json, report.to_dict())
     if args.html:
         _write_html_report(args, report, html_extra)
-    # with --json -, standard output carries the JSON report alone
-    print(report.format_table(), file=sys.stderr if STDOUT in (args.json, args.html)
-          else sys.stdout)
+    if diag is not None and diag.csv_dir is not None:
+        report.write_csv(diag.csv_dir)
+    text = report.to_markdown() if diag is not None and diag.markdown else report.format_table()
+    # with --json - or --html -, standard output carries that file alone
+    print(text, file=sys.stderr if STDOUT in (args.json, args.html) else sys.stdout)
     return 0
 
 
