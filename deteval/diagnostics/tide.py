@@ -1,0 +1,465 @@
+"""TIDE error decomposition of a COCO bbox evaluation, exactly as tidecv 1.0.1 computes it.
+
+Every false positive (and every detection inside a crowd region) gets one error type, every
+missed object is a false negative; fixing one type at a time, with tidecv's own matching and
+its own AP, says how many AP points each type costs (dAP). The rules, read from tidecv's
+source and checked against it, are in ``docs/diagnostics.md`` section A (the report schema
+there too); in short:
+
+* per image, in ground-truth file order: the image's detections sorted by score (stable,
+  ties in results-file order), the first 100 of the image over all classes kept;
+  greedy matching at IoU ``>= 0.5`` (equal IoUs: the first object in file order);
+  an unmatched detection inside a crowd region of its class (``inter / det_area > 0.5``)
+  is ignored;
+* each kept detection that is not a true positive: ``Bkg`` (image without objects),
+  ``Loc`` (same-class IoU in ``[0.1, 0.5]``), ``Cls`` (other-class IoU ``>= 0.5``), ``Dupe``
+  (a matched same-class object at ``>= 0.5``), ``Bkg`` (IoU ``<= 0.1`` with everything),
+  else ``Both``; an unmatched object no ``Loc``/``Cls`` error can claim is ``Miss``;
+* tidecv's AP (101 points ``k/100``, no epsilon, classes with detections but no object
+  count as 0) on the original points (``ap50``) and on each rebuild that fixes one type,
+  with tidecv's rebuild order (error points first, then the true positives), whose stable
+  sort can put a rebuild below ``ap50`` at tied scores: that artefact is reproduced.
+
+Everything is computed over whole columns: candidate (detection, object) pairs of each image
+with array operations, the greedy matching stepping through the rank within the image (at
+most 100 vectorised steps, every image at once), the nine APs from one stable sort each.
+
+References
+----------
+.. [1] D. Bolya, S. Foley, J. Hays, J. Hoffman, "TIDE: A General Toolbox for Identifying
+   Object Detection Errors", ECCV 2020. https://github.com/dbolya/tide (tidecv 1.0.1:
+   ``quantify.py`` ``TIDEExample`` / ``TIDERun``, ``ap.py`` ``APDataObject.get_ap``,
+   ``errors/main_errors.py``, ``errors/error.py`` ``BestGTMatch``).
+.. [2] pycocotools ``maskApi.c`` ``bbIou`` (the IoU and the crowd IoU).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..match import candidate_pairs, coco_pair_ious
+from ..rank import group_rank, ranked_order, segment_starts
+from ..tables import Detections, GroundTruth
+
+__all__ = ["ERROR_TYPES", "SPECIAL_TYPES", "POS_THRESHOLD", "BACKGROUND_THRESHOLD",
+           "MAX_DETS", "TideResult", "tide_errors", "check_unique_names", "format_tide_table"]
+
+#: The main error types, in tidecv's order (``TIDE._error_types``), by their short names:
+#: ClassError, BoxError, OtherError, DuplicateError, BackgroundError, MissedError.
+ERROR_TYPES = ("Cls", "Loc", "Both", "Dupe", "Bkg", "Miss")
+#: FalsePositiveError, FalseNegativeError.
+SPECIAL_TYPES = ("FalsePos", "FalseNeg")
+CLS, LOC, BOTH, DUPE, BKG, MISS = range(6)
+#: ``TIDE(pos_threshold=0.5, background_threshold=0.1)`` and the COCO dataset's ``max_dets``.
+POS_THRESHOLD = 0.5
+BACKGROUND_THRESHOLD = 0.1
+MAX_DETS = 100
+_GRID = 100  # tidecv's recall grid k / 100, k = 0..100
+_TINY = float(np.nextafter(0.0, 1.0))  # coco_pair_ious keeps iou >= this: every iou > 0
+
+
+@dataclass(frozen=True)
+class TideResult:
+    """The TIDE decomposition of one evaluation.
+
+    Attributes
+    ----------
+    ap50 : float
+        tidecv's mAP at IoU 0.5 of the original detections, on its 0-100 scale.
+    main : dict str -> float
+        ``ERROR_TYPES`` -> dAP: ``max(mAP with that type fixed - ap50, 0)``, 0-100 scale.
+    special : dict str -> float
+        ``"FalsePos"``, ``"FalseNeg"`` -> dAP (not clamped).
+    counts : dict str -> int
+        ``ERROR_TYPES`` -> number of errors of that type.
+    per_image : dict str -> ndarray of int64, shape (I,)
+        ``ERROR_TYPES`` -> errors of that type on each image, indexed like
+        ``gt.image_ids`` (``per_image[t].sum() == counts[t]``).
+    detection_rows : ndarray of int64, shape (M,)
+        Rows of ``det`` that TIDE kept (the first 100 of each image), in processing order:
+        image order, then score order within the image.
+    detection_error : ndarray of int8, shape (M,)
+        Error type of each kept detection (an index into ``ERROR_TYPES``), -1 for a true
+        positive.
+    detection_ignored : ndarray of bool, shape (M,)
+        Inside a crowd region of its class (no AP point; still has an error type).
+    missed_rows : ndarray of int64, shape (F,)
+        Ground-truth rows of the ``Miss`` errors.
+    """
+
+    ap50: float
+    main: Dict[str, float]
+    special: Dict[str, float]
+    counts: Dict[str, int]
+    per_image: Dict[str, np.ndarray] = field(repr=False)
+    detection_rows: np.ndarray = field(repr=False)
+    detection_error: np.ndarray = field(repr=False)
+    detection_ignored: np.ndarray = field(repr=False)
+    missed_rows: np.ndarray = field(repr=False)
+
+    def to_dict(self) -> dict:
+        """``report["tide"]``: thresholds, ``ap50``, ``main``, ``special``, ``counts``."""
+        return {"pos_threshold": POS_THRESHOLD, "background_threshold": BACKGROUND_THRESHOLD,
+                "ap50": float(self.ap50),
+                "main": {t: float(self.main[t]) for t in ERROR_TYPES},
+                "special": {t: float(self.special[t]) for t in SPECIAL_TYPES},
+                "counts": {t: int(self.counts[t]) for t in ERROR_TYPES}}
+
+
+def check_unique_names(class_names: Sequence[str], source: Optional[str] = None) -> None:
+    """Raise :class:`InputError` when two categories share a name (a diagnostic names
+    classes by their ``categories[].name``)."""
+    seen = {}
+    for i, name in enumerate(class_names):
+        if name in seen:
+            raise InputError(f"Expected unique category names for the diagnostics but got "
+                             f"{name!r} twice", source, "categories")
+        seen[name] = i
+
+
+def tide_errors(gt: GroundTruth, det: Detections) -> TideResult:
+    """TIDE errors and their dAPs, as ``TIDE(0.5, 0.1, TIDE.BOX).evaluate(gt, det)``.
+
+    Parameters
+    ----------
+    gt : GroundTruth, shape (G,)
+        ``box_format="xywh"``, rows in file order; ``crowd`` rows are ignore regions.
+        Images are processed in ``gt.image_ids`` index order (the GT file's ``images``
+        order for :func:`deteval.io.coco.load_coco_ground_truth`).
+    det : Detections, shape (N,)
+        Same class table; ``det.order`` is the results-file order (ties of equal scores).
+
+    Returns
+    -------
+    TideResult
+        The report figures (``to_dict()``) and the error of every kept detection and of
+        every image (``per_image``).
+
+    Notes
+    -----
+    IoU is pycocotools' ``bbIou`` (no +1): ``inter / (area_d + area_g - inter)``, and for
+    a crowd region ``inter / area_d``. tidecv's AP of a class with ``nGT > 0`` and points
+    ranked by score (stable, insertion order):
+    ``prec_i = tp_i / (i + 1)``, ``rec_i = tp_i / nGT``, envelope ``max(prec[i:])``,
+    ``AP = 100 / 101 * sum_k p(k / 100)`` with ``p(r)`` the envelope at the first
+    ``rec >= r`` (0 past the end). ``nGT == 0`` gives 0. The mAP is the mean over the
+    classes with points or objects (0 when there is none: tidecv divides by zero).
+    """
+    K = gt.num_classes
+    n_img = gt.num_images
+    # ---- kept detections: per image, score descending (stable in file order), first 100
+    rows = np.arange(len(det), dtype=np.int64)
+    if rows.shape[0] and not bool(np.all(det.order[1:] > det.order[:-1])):
+        rows = np.argsort(det.order, kind="stable")
+    by_score = rows[ranked_order(det.image_idx[rows], det.scores[rows])]
+    rank_all = group_rank(det.image_idx, by_score)
+    kept = by_score[rank_all[by_score] < MAX_DETS]   # processing order: (image, rank)
+    M = kept.shape[0]
+    k_img = det.image_idx[kept]
+    k_cls = det.class_idx[kept]
+    k_score = det.scores[kept]
+    k_rank = rank_all[kept]
+    k_boxes = np.ascontiguousarray(det.boxes[kept], dtype=np.float64)
+
+    crowd = np.asarray(gt.crowd, dtype=bool)
+    obj_rows = np.flatnonzero(~crowd)                # the objects (non-crowd GT), file order
+    crowd_rows = np.flatnonzero(crowd)
+    obj_img = gt.image_idx[obj_rows]
+    obj_cls = gt.class_idx[obj_rows]
+    obj_boxes = np.ascontiguousarray(gt.boxes[obj_rows], dtype=np.float64)
+    n_obj = obj_rows.shape[0]
+
+    # ---- every (kept detection, object of its image) pair with IoU > 0
+    pd, po, _ = candidate_pairs(k_img, obj_img)
+    pd, po, iou = coco_pair_ious(k_boxes, obj_boxes, np.zeros(n_obj, dtype=bool), pd, po, _TINY)
+    same = k_cls[pd] == obj_cls[po]
+
+    # ---- greedy matching, stepping through the rank within the image
+    det_match = _greedy_match(pd, po, iou, same, k_rank, M, n_obj)
+    tp = det_match >= 0
+    obj_used = np.zeros(n_obj, dtype=bool)
+    obj_used[det_match[tp]] = True
+
+    # ---- unmatched detections inside a crowd region of their class are ignored
+    ignored = np.zeros(M, dtype=bool)
+    if crowd_rows.shape[0] and M:
+        um = np.flatnonzero(~tp)
+        cd, cg, _ = candidate_pairs(k_img[um] * K + k_cls[um],
+                                    gt.image_idx[crowd_rows] * K + gt.class_idx[crowd_rows])
+        cd, cg, ciou = coco_pair_ious(k_boxes[um], np.ascontiguousarray(
+            gt.boxes[crowd_rows], dtype=np.float64), np.ones(crowd_rows.shape[0], dtype=bool),
+            cd, cg, _TINY)
+        ignored[um[cd[ciou > POS_THRESHOLD]]] = True
+
+    # ---- the error of every kept detection that is not a true positive
+    same_max, same_arg = _first_max(pd[same], iou[same], po[same], M)
+    other_max, other_arg = _first_max(pd[~same], iou[~same], po[~same], M)
+    dup = same & obj_used[po]
+    dup_max, _ = _first_max(pd[dup], iou[dup], po[dup], M)
+    any_max, _ = _first_max(pd, iou, po, M)
+    img_has_obj = np.bincount(obj_img, minlength=n_img) > 0
+
+    err = np.full(M, -1, dtype=np.int8)
+    target = np.full(M, -1, dtype=np.int64)
+    todo = ~tp
+    rule = todo & ~img_has_obj[k_img]
+    err[rule] = BKG
+    todo &= ~rule
+    rule = todo & (same_max >= BACKGROUND_THRESHOLD) & (same_max <= POS_THRESHOLD)
+    err[rule] = LOC
+    target[rule] = same_arg[rule]
+    todo &= ~rule
+    rule = todo & (other_max >= POS_THRESHOLD)
+    err[rule] = CLS
+    target[rule] = other_arg[rule]
+    todo &= ~rule
+    rule = todo & (dup_max >= POS_THRESHOLD)
+    err[rule] = DUPE
+    todo &= ~rule
+    rule = todo & (any_max <= BACKGROUND_THRESHOLD)
+    err[rule] = BKG
+    todo &= ~rule
+    err[todo] = BOTH
+
+    # Loc / Cls errors on an unmatched object make it "usable"; the first such error
+    # (the highest score: the image's detections come in score order) is the one a fix uses
+    claims = np.flatnonzero(((err == LOC) | (err == CLS)) & (target >= 0))
+    claims = claims[~obj_used[target[claims]]]
+    best = np.zeros(M, dtype=bool)
+    usable = np.zeros(n_obj, dtype=bool)
+    if claims.shape[0]:
+        claimed, first = np.unique(target[claims], return_index=True)
+        best[claims[first]] = True
+        usable[claimed] = True
+    missed = ~obj_used & ~usable                     # Miss errors (objects)
+    fn = ~obj_used                                   # every false negative
+
+    # ---- counts, per image
+    per_image = {}
+    counts = {}
+    for t, name in enumerate(ERROR_TYPES):
+        if t == MISS:
+            per_image[name] = np.bincount(obj_img[missed], minlength=n_img).astype(np.int64)
+        else:
+            per_image[name] = np.bincount(k_img[err == t], minlength=n_img).astype(np.int64)
+        counts[name] = int(per_image[name].sum())
+
+    # ---- APs: the original points, and the rebuilds
+    num_gt = np.bincount(obj_cls, minlength=K).astype(np.int64)
+    point = ~ignored                                 # kept detections with an AP point
+    classes = _insertion_classes(obj_img, obj_cls, k_img[point], k_cls[point], n_obj, K)
+    ap50 = _tidecv_map(k_cls[point], k_score[point], tp[point], num_gt, classes)
+
+    is_err = ~tp
+    err_idx = np.flatnonzero(is_err)                 # detection errors, in order
+    tp_idx = np.flatnonzero(tp)
+    obj_cls_of_target = np.full(M, -1, dtype=np.int64)
+    obj_cls_of_target[target >= 0] = obj_cls[target[target >= 0]]
+
+    def rebuild(fixed: int, transform: bool = False, gt_minus=None) -> float:
+        e = err_idx
+        keep = ~ignored[e]
+        cls_e = k_cls[e].copy()
+        tp_e = np.zeros(e.shape[0], dtype=bool)
+        if fixed in (LOC, CLS):
+            this = err[e] == fixed
+            keep = np.where(this, best[e], keep)
+            tp_e = this & best[e]
+            if fixed == CLS:
+                cls_e = np.where(this, obj_cls_of_target[e], cls_e)
+        elif fixed in (DUPE, BKG, BOTH):
+            keep &= err[e] != fixed
+        e_keep = e[keep]
+        p_cls = np.concatenate([cls_e[keep], k_cls[tp_idx]])
+        p_tp = np.concatenate([tp_e[keep], np.ones(tp_idx.shape[0], dtype=bool)])
+        if transform:  # FalsePositiveError.fix: a true positive scores 1, the rest 0
+            p_score = p_tp.astype(np.float64)
+        else:
+            p_score = np.concatenate([k_score[e_keep], k_score[tp_idx]])
+        n_gt = num_gt.copy()
+        if fixed == MISS:
+            n_gt -= np.bincount(obj_cls[missed], minlength=K)
+        if gt_minus is not None:
+            n_gt -= gt_minus
+        order = _rebuild_classes(cls_e[keep], classes, K)
+        return _tidecv_map(p_cls, p_score, p_tp, n_gt, order)
+
+    main = {}
+    for t, name in enumerate(ERROR_TYPES):
+        main[name] = max(rebuild(t) - ap50, 0.0)
+    special = {"FalsePos": rebuild(-1, transform=True) - ap50,
+               "FalseNeg": rebuild(-1, gt_minus=np.bincount(obj_cls[fn], minlength=K)) - ap50}
+    return TideResult(ap50=ap50, main=main, special=special, counts=counts,
+                      per_image=per_image, detection_rows=kept, detection_error=err,
+                      detection_ignored=ignored, missed_rows=obj_rows[missed])
+
+
+# ----------------------------------------------------------------------------- steps
+
+def _greedy_match(pd, po, iou, same, k_rank, M, n_obj) -> np.ndarray:
+    """Object matched by each kept detection (-1: none).
+
+    Detections in processing order take the unmatched same-class object of highest IoU
+    if that IoU is ``>= 0.5`` (equal IoUs: the first object in file order). One step per
+    rank within the image, every image at once (a step's detections are in different
+    images, so they never compete)."""
+    det_match = np.full(M, -1, dtype=np.int64)
+    e = np.flatnonzero(same & (iou >= POS_THRESHOLD))
+    if e.shape[0] == 0:
+        return det_match
+    e = e[np.argsort(k_rank[pd[e]], kind="stable")]  # rank-major; (det, object) order kept
+    ed, eo, ei = pd[e], po[e], iou[e]
+    er = k_rank[ed]
+    bounds = np.searchsorted(er, np.arange(int(er[-1]) + 2))
+    taken = np.zeros(n_obj, dtype=bool)
+    for r in range(bounds.shape[0] - 1):
+        s, t = bounds[r], bounds[r + 1]
+        if s == t:
+            continue
+        free = ~taken[eo[s:t]]
+        d, o, v = ed[s:t][free], eo[s:t][free], ei[s:t][free]
+        if d.shape[0] == 0:
+            continue
+        best, arg = _first_max_compact(d, v, o)
+        det_match[best] = arg
+        taken[arg] = True
+    return det_match
+
+
+def _first_max_compact(seg, values, payload):
+    """Per run of equal ``seg`` (sorted): the run's key and the payload of its first
+    maximal value."""
+    starts = segment_starts(seg)
+    mx = np.maximum.reduceat(values, starts)
+    lengths = np.diff(np.append(starts, seg.shape[0]))
+    is_max = values == np.repeat(mx, lengths)
+    pos = np.where(is_max, np.arange(seg.shape[0]), seg.shape[0])
+    first = np.minimum.reduceat(pos, starts)
+    return seg[starts], payload[first]
+
+
+def _first_max(seg, values, payload, size):
+    """``(max, payload of the first maximum)`` per index ``0..size-1`` of ``seg`` (sorted;
+    values > 0); ``(0, -1)`` where an index has no entry: numpy's ``argmax`` over a row
+    whose missing entries are 0."""
+    best = np.zeros(size, dtype=np.float64)
+    arg = np.full(size, -1, dtype=np.int64)
+    if seg.shape[0]:
+        starts = segment_starts(seg)
+        mx = np.maximum.reduceat(values, starts)
+        keys, first = _first_max_compact(seg, values, payload)
+        best[keys] = mx
+        arg[keys] = first
+    return best, arg
+
+
+def _insertion_classes(obj_img, obj_cls, pt_img, pt_cls, n_obj, K) -> np.ndarray:
+    """Classes in the order tidecv's ``ClassedAPDataObject`` creates them: per image,
+    first its objects (``add_gt_positives``), then its points (``push``)."""
+    img = np.concatenate([obj_img, pt_img])
+    phase = np.concatenate([np.zeros(n_obj, np.int64), np.ones(pt_img.shape[0], np.int64)])
+    pos = np.arange(img.shape[0], dtype=np.int64)
+    cls = np.concatenate([obj_cls, pt_cls])
+    order = np.lexsort((pos, phase, img))
+    first_cls, first = np.unique(cls[order], return_index=True)
+    return first_cls[np.argsort(first, kind="stable")]
+
+
+def _rebuild_classes(error_point_cls, classes, K) -> np.ndarray:
+    """Class order of a rebuilt ``ClassedAPDataObject``: the classes of the error points in
+    order of appearance, then the others in the original order."""
+    if error_point_cls.shape[0]:
+        seen, first = np.unique(error_point_cls, return_index=True)
+        head = seen[np.argsort(first, kind="stable")]
+    else:
+        head = np.zeros(0, dtype=np.int64)
+    rest = classes[~np.isin(classes, head)]
+    return np.concatenate([head, rest])
+
+
+def _grid_floor(x: np.ndarray) -> np.ndarray:
+    """``max{k in 0..100 : k / 100 <= x}`` for ``x >= 0`` (``k / 100`` as Python divides:
+    the double nearest the fraction)."""
+    k = np.clip(np.floor(x * _GRID), 0, _GRID).astype(np.int64)
+    for _ in range(2):
+        k -= (k > 0) & (k / _GRID > x)
+        k += (k < _GRID) & ((k + 1) / _GRID <= x)
+    return k
+
+
+def _tidecv_map(cls, score, is_tp, num_gt, classes) -> float:
+    """tidecv's mAP (0-100) of points given in insertion order.
+
+    Parameters
+    ----------
+    cls, score, is_tp : ndarray, shape (P,)
+        The points, in the order they were pushed.
+    num_gt : ndarray of int64, shape (K,)
+    classes : ndarray of int64
+        The classes of the ``ClassedAPDataObject`` in creation order; the mean runs over
+        those with points or ``num_gt != 0``, summed in this order.
+    """
+    K = num_gt.shape[0]
+    ap = np.zeros(K, dtype=np.float64)
+    n_pts = np.bincount(cls, minlength=K) if cls.shape[0] else np.zeros(K, np.int64)
+    use = np.flatnonzero(num_gt[cls] > 0) if cls.shape[0] else np.zeros(0, np.int64)
+    if use.shape[0]:
+        c_all, s_all, t_all = cls[use], score[use], is_tp[use]
+        order = ranked_order(c_all, s_all)      # class, then score descending, stable
+        c = c_all[order]
+        t = t_all[order].astype(np.int64)
+        n = c.shape[0]
+        starts = segment_starts(c)
+        present = c[starts]
+        lengths = np.diff(np.append(starts, n))
+        seg_start = np.repeat(starts, lengths)
+        idx = np.arange(n, dtype=np.int64)
+        tp_cum = np.cumsum(t)
+        tp_cum -= np.repeat(tp_cum[starts] - t[starts], lengths)
+        prec = tp_cum / (idx - seg_start + 1).astype(np.float64)
+        rec = tp_cum / num_gt[c].astype(np.float64)
+        # index of the first rec >= k/100 in each class: its start plus the number of
+        # points whose grid floor is below k
+        fl = _grid_floor(rec)
+        P = present.shape[0]
+        seg_of = np.repeat(np.arange(P), lengths)
+        hist = np.bincount(seg_of * (_GRID + 1) + fl, minlength=P * (_GRID + 1))
+        hist = hist.reshape(P, _GRID + 1)
+        below = np.zeros((P, _GRID + 1), dtype=np.int64)
+        below[:, 1:] = np.cumsum(hist, axis=1)[:, :-1]
+        inside = below < lengths[:, None]
+        q = starts[:, None] + below                # (P, 101) query indices
+        # envelope at q = max(prec[q:end]): maxima of the pieces between consecutive
+        # queries, then a right-to-left running maximum
+        # (a query past its class's end is masked; a 0 appended keeps it a valid index)
+        pieces = np.maximum.reduceat(np.append(prec, 0.0), q.ravel()).reshape(P, _GRID + 1)
+        pieces = np.where(inside, pieces, 0.0)
+        env = np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
+        p = np.where(inside, env, 0.0)
+        ap[present] = np.cumsum(p, axis=1)[:, -1] / (_GRID + 1) * 100
+    nonempty = (n_pts > 0) | (num_gt != 0)
+    total, count = 0.0, 0
+    for k in classes.tolist():
+        if nonempty[k]:
+            total += float(ap[k])
+            count += 1
+    return total / count if count else 0.0
+
+
+# ---------------------------------------------------------------------------- report
+
+def format_tide_table(tide: dict) -> str:
+    """A short fixed-width table of ``report["tide"]`` (dAP on tidecv's 0-100 scale)."""
+    main, special, counts = tide["main"], tide["special"], tide["counts"]
+    head = "  ".join(f"{t:>7}" for t in ERROR_TYPES)
+    lines = [f"TIDE errors (tidecv; IoU {tide['pos_threshold']:g}, background "
+             f"{tide['background_threshold']:g})  AP50 {tide['ap50']:.2f}",
+             f"  {'type':<6} {head}",
+             f"  {'dAP':<6} " + "  ".join(f"{main[t]:>7.2f}" for t in ERROR_TYPES),
+             f"  {'count':<6} " + "  ".join(f"{counts[t]:>7d}" for t in ERROR_TYPES),
+             f"  special: FalsePos {special['FalsePos']:.2f}  FalseNeg "
+             f"{special['FalseNeg']:.2f}"]
+    return "\n".join(lines)
