@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import random
 
 import numpy as np
@@ -151,7 +152,7 @@ def _assert_close(ours, ref, tol=1e-6):
     assert ours["counts"] == ref["counts"]
     assert abs(ours["ap50"] - ref["ap50"]) <= tol, (ours["ap50"], ref["ap50"])
     if ref["main"] is None:  # tidecv raised; a mean over no class is 0 here
-        assert all(v == max(0.0 - ours["ap50"], 0.0) or v >= 0 for v in ours["main"].values())
+        assert all(math.isfinite(v) and v >= 0 for v in ours["main"].values())
         return
     for t in ERROR_TYPES:
         assert abs(ours["main"][t] - ref["main"][t]) <= tol, (t, ours["main"], ref["main"])

@@ -44,6 +44,8 @@ from ..match import candidate_pairs, coco_pair_ious
 from ..rank import group_rank, ranked_order, segment_starts
 from ..tables import Detections, GroundTruth
 
+from .._native import kernels as _kernels  # None without it: the numpy code is the reference
+
 __all__ = ["ERROR_TYPES", "SPECIAL_TYPES", "POS_THRESHOLD", "BACKGROUND_THRESHOLD",
            "MAX_DETS", "TideResult", "tide_errors", "check_unique_names", "format_tide_table"]
 
@@ -172,6 +174,131 @@ def tide_errors(gt: GroundTruth, det: Detections) -> TideResult:
     obj_boxes = np.ascontiguousarray(gt.boxes[obj_rows], dtype=np.float64)
     n_obj = obj_rows.shape[0]
 
+    crowd_img = gt.image_idx[crowd_rows]
+    crowd_cls = gt.class_idx[crowd_rows]
+    crowd_boxes = np.ascontiguousarray(gt.boxes[crowd_rows], dtype=np.float64)
+    args = (k_img, k_cls, k_boxes, obj_img, obj_cls, obj_boxes, crowd_img, crowd_cls,
+            crowd_boxes, n_img)
+    found = _image_pass_compiled(*args) if _kernels is not None else None
+    if found is None:
+        found = _image_pass(*args, k_rank=k_rank, K=K)
+    det_match, target, err, ignored = found
+    tp = det_match >= 0
+    obj_used = np.zeros(n_obj, dtype=bool)
+    obj_used[det_match[tp]] = True
+
+    # Loc / Cls errors on an unmatched object make it "usable"; the first such error
+    # (the highest score: the image's detections come in score order) is the one a fix uses
+    claims = np.flatnonzero(((err == LOC) | (err == CLS)) & (target >= 0))
+    claims = claims[~obj_used[target[claims]]]
+    best = np.zeros(M, dtype=bool)
+    usable = np.zeros(n_obj, dtype=bool)
+    if claims.shape[0]:
+        claimed, first = np.unique(target[claims], return_index=True)
+        best[claims[first]] = True
+        usable[claimed] = True
+    missed = ~obj_used & ~usable                     # Miss errors (objects)
+    fn = ~obj_used                                   # every false negative
+
+    # ---- counts, per image
+    per_image = {}
+    counts = {}
+    for t, name in enumerate(ERROR_TYPES):
+        if t == MISS:
+            per_image[name] = np.bincount(obj_img[missed], minlength=n_img).astype(np.int64)
+        else:
+            per_image[name] = np.bincount(k_img[err == t], minlength=n_img).astype(np.int64)
+        counts[name] = int(per_image[name].sum())
+
+    # ---- APs: the original points, and the rebuilds
+    num_gt = np.bincount(obj_cls, minlength=K).astype(np.int64)
+    point = ~ignored                                 # kept detections with an AP point
+    classes = _insertion_classes(obj_img, obj_cls, k_img[point], k_cls[point], n_obj, K)
+    ap50 = _tidecv_map(k_cls[point], k_score[point], tp[point], num_gt, classes)
+
+    # A rebuild (tidecv's fix_errors) pushes one point per detection error in order, then
+    # the true positives in order; its stable score sort is therefore one sort of every kept
+    # detection by (class, -score, position in that list), filtered per rebuild (a fixed
+    # Cls error changes class and FalsePos changes scores: those two sort their own list).
+    err_idx = np.flatnonzero(~tp)                    # detection errors, in order
+    tp_idx = np.flatnonzero(tp)
+    listed = np.concatenate([err_idx, tp_idx])
+    by_rank = listed[ranked_order(k_cls[listed], k_score[listed])]
+    target_cls = np.full(M, -1, dtype=np.int64)
+    target_cls[target >= 0] = obj_cls[target[target >= 0]]
+
+    def rebuild(fixed: int, transform: bool = False, gt_minus=None) -> float:
+        point_now = ~ignored & ~tp                   # error points kept as they were (FP)
+        is_tp = tp.copy()
+        cls_now = k_cls
+        if fixed in (LOC, CLS):
+            this = err == fixed
+            point_now = np.where(this, best, point_now)
+            is_tp |= this & best
+            if fixed == CLS:
+                cls_now = np.where(this & best, target_cls, k_cls)
+        elif fixed in (DUPE, BKG, BOTH):
+            point_now &= err != fixed
+        n_gt = num_gt.copy()
+        if fixed == MISS:
+            n_gt -= np.bincount(obj_cls[missed], minlength=K)
+        if gt_minus is not None:
+            n_gt -= gt_minus
+        e = err_idx[point_now[err_idx]]
+        order = _rebuild_classes(cls_now[e], classes, K)
+        if fixed == CLS or transform:
+            pts = np.concatenate([e, tp_idx])
+            score = (is_tp[pts].astype(np.float64) if transform  # FalsePositiveError.fix
+                     else k_score[pts])
+            return _tidecv_map(cls_now[pts], score, is_tp[pts], n_gt, order)
+        has_point = point_now | tp
+        ranked = by_rank[has_point[by_rank]]
+        return _tidecv_map_ranked(cls_now[ranked], is_tp[ranked], n_gt, order)
+
+    main = {}
+    for t, name in enumerate(ERROR_TYPES):
+        main[name] = max(rebuild(t) - ap50, 0.0)
+    special = {"FalsePos": rebuild(-1, transform=True) - ap50,
+               "FalseNeg": rebuild(-1, gt_minus=np.bincount(obj_cls[fn], minlength=K)) - ap50}
+    return TideResult(ap50=ap50, main=main, special=special, counts=counts,
+                      per_image=per_image, detection_rows=kept, detection_error=err,
+                      detection_ignored=ignored, missed_rows=obj_rows[missed])
+
+
+# ----------------------------------------------------------------------------- steps
+
+def _image_pass(k_img, k_cls, k_boxes, obj_img, obj_cls, obj_boxes, crowd_img, crowd_cls,
+                crowd_boxes, n_img, *, k_rank, K):
+    """The per-image pass with numpy (the reference of the compiled ``tide_pass``).
+
+    Parameters
+    ----------
+    k_img, k_cls : ndarray of int64, shape (M,)
+        The kept detections in processing order (image, then score order).
+    k_boxes : ndarray of float64, shape (M, 4)
+    obj_img, obj_cls : ndarray of int64, shape (O,); obj_boxes : shape (O, 4)
+        The objects (non-crowd ground truth), in file order.
+    crowd_img, crowd_cls : ndarray of int64, shape (C,); crowd_boxes : shape (C, 4)
+        The crowd regions.
+    n_img : int
+    k_rank : ndarray of int64, shape (M,)
+        Rank of each kept detection within its image.
+    K : int
+        Number of classes.
+
+    Returns
+    -------
+    det_match : ndarray of int64, shape (M,)
+        The object a detection matched, -1 if none.
+    target : ndarray of int64, shape (M,)
+        The object of a Loc / Cls error, else -1.
+    err : ndarray of int8, shape (M,)
+        Index into ``ERROR_TYPES`` (never ``MISS``), -1 for a true positive.
+    ignored : ndarray of bool, shape (M,)
+        Unmatched and inside a crowd region of its class (crowd IoU > 0.5).
+    """
+    M = k_img.shape[0]
+    n_obj = obj_img.shape[0]
     # ---- every (kept detection, object of its image) pair with IoU > 0
     pd, po, _ = candidate_pairs(k_img, obj_img)
     pd, po, iou = coco_pair_ious(k_boxes, obj_boxes, np.zeros(n_obj, dtype=bool), pd, po, _TINY)
@@ -185,13 +312,11 @@ def tide_errors(gt: GroundTruth, det: Detections) -> TideResult:
 
     # ---- unmatched detections inside a crowd region of their class are ignored
     ignored = np.zeros(M, dtype=bool)
-    if crowd_rows.shape[0] and M:
+    if crowd_img.shape[0] and M:
         um = np.flatnonzero(~tp)
-        cd, cg, _ = candidate_pairs(k_img[um] * K + k_cls[um],
-                                    gt.image_idx[crowd_rows] * K + gt.class_idx[crowd_rows])
-        cd, cg, ciou = coco_pair_ious(k_boxes[um], np.ascontiguousarray(
-            gt.boxes[crowd_rows], dtype=np.float64), np.ones(crowd_rows.shape[0], dtype=bool),
-            cd, cg, _TINY)
+        cd, cg, _ = candidate_pairs(k_img[um] * K + k_cls[um], crowd_img * K + crowd_cls)
+        cd, cg, ciou = coco_pair_ious(k_boxes[um], crowd_boxes,
+                                      np.ones(crowd_img.shape[0], dtype=bool), cd, cg, _TINY)
         ignored[um[cd[ciou > POS_THRESHOLD]]] = True
 
     # ---- the error of every kept detection that is not a true positive
@@ -224,80 +349,30 @@ def tide_errors(gt: GroundTruth, det: Detections) -> TideResult:
     todo &= ~rule
     err[todo] = BOTH
 
-    # Loc / Cls errors on an unmatched object make it "usable"; the first such error
-    # (the highest score: the image's detections come in score order) is the one a fix uses
-    claims = np.flatnonzero(((err == LOC) | (err == CLS)) & (target >= 0))
-    claims = claims[~obj_used[target[claims]]]
-    best = np.zeros(M, dtype=bool)
-    usable = np.zeros(n_obj, dtype=bool)
-    if claims.shape[0]:
-        claimed, first = np.unique(target[claims], return_index=True)
-        best[claims[first]] = True
-        usable[claimed] = True
-    missed = ~obj_used & ~usable                     # Miss errors (objects)
-    fn = ~obj_used                                   # every false negative
-
-    # ---- counts, per image
-    per_image = {}
-    counts = {}
-    for t, name in enumerate(ERROR_TYPES):
-        if t == MISS:
-            per_image[name] = np.bincount(obj_img[missed], minlength=n_img).astype(np.int64)
-        else:
-            per_image[name] = np.bincount(k_img[err == t], minlength=n_img).astype(np.int64)
-        counts[name] = int(per_image[name].sum())
-
-    # ---- APs: the original points, and the rebuilds
-    num_gt = np.bincount(obj_cls, minlength=K).astype(np.int64)
-    point = ~ignored                                 # kept detections with an AP point
-    classes = _insertion_classes(obj_img, obj_cls, k_img[point], k_cls[point], n_obj, K)
-    ap50 = _tidecv_map(k_cls[point], k_score[point], tp[point], num_gt, classes)
-
-    is_err = ~tp
-    err_idx = np.flatnonzero(is_err)                 # detection errors, in order
-    tp_idx = np.flatnonzero(tp)
-    obj_cls_of_target = np.full(M, -1, dtype=np.int64)
-    obj_cls_of_target[target >= 0] = obj_cls[target[target >= 0]]
-
-    def rebuild(fixed: int, transform: bool = False, gt_minus=None) -> float:
-        e = err_idx
-        keep = ~ignored[e]
-        cls_e = k_cls[e].copy()
-        tp_e = np.zeros(e.shape[0], dtype=bool)
-        if fixed in (LOC, CLS):
-            this = err[e] == fixed
-            keep = np.where(this, best[e], keep)
-            tp_e = this & best[e]
-            if fixed == CLS:
-                cls_e = np.where(this, obj_cls_of_target[e], cls_e)
-        elif fixed in (DUPE, BKG, BOTH):
-            keep &= err[e] != fixed
-        e_keep = e[keep]
-        p_cls = np.concatenate([cls_e[keep], k_cls[tp_idx]])
-        p_tp = np.concatenate([tp_e[keep], np.ones(tp_idx.shape[0], dtype=bool)])
-        if transform:  # FalsePositiveError.fix: a true positive scores 1, the rest 0
-            p_score = p_tp.astype(np.float64)
-        else:
-            p_score = np.concatenate([k_score[e_keep], k_score[tp_idx]])
-        n_gt = num_gt.copy()
-        if fixed == MISS:
-            n_gt -= np.bincount(obj_cls[missed], minlength=K)
-        if gt_minus is not None:
-            n_gt -= gt_minus
-        order = _rebuild_classes(cls_e[keep], classes, K)
-        return _tidecv_map(p_cls, p_score, p_tp, n_gt, order)
-
-    main = {}
-    for t, name in enumerate(ERROR_TYPES):
-        main[name] = max(rebuild(t) - ap50, 0.0)
-    special = {"FalsePos": rebuild(-1, transform=True) - ap50,
-               "FalseNeg": rebuild(-1, gt_minus=np.bincount(obj_cls[fn], minlength=K)) - ap50}
-    return TideResult(ap50=ap50, main=main, special=special, counts=counts,
-                      per_image=per_image, detection_rows=kept, detection_error=err,
-                      detection_ignored=ignored, missed_rows=obj_rows[missed])
+    return det_match, target, err, ignored
 
 
-# ----------------------------------------------------------------------------- steps
+def _image_pass_compiled(k_img, k_cls, k_boxes, obj_img, obj_cls, obj_boxes, crowd_img,
+                         crowd_cls, crowd_boxes, n_img):
+    """:func:`_image_pass` by the compiled ``_kernels.tide_pass`` (the same rules, IoUs and
+    tie-breaks, one image at a time)."""
+    i64 = np.int64
+    res = _kernels.tide_pass(
+        k_image=np.ascontiguousarray(k_img, dtype=i64),
+        k_class=np.ascontiguousarray(k_cls, dtype=i64),
+        k_boxes=np.ascontiguousarray(k_boxes, dtype=np.float64),
+        obj_image=np.ascontiguousarray(obj_img, dtype=i64),
+        obj_class=np.ascontiguousarray(obj_cls, dtype=i64),
+        obj_boxes=np.ascontiguousarray(obj_boxes, dtype=np.float64),
+        crowd_image=np.ascontiguousarray(crowd_img, dtype=i64),
+        crowd_class=np.ascontiguousarray(crowd_cls, dtype=i64),
+        crowd_boxes=np.ascontiguousarray(crowd_boxes, dtype=np.float64),
+        num_images=int(n_img), pos_threshold=POS_THRESHOLD,
+        background_threshold=BACKGROUND_THRESHOLD)
+    match, target, err, ignored = res
+    return (np.frombuffer(match, dtype=np.int64), np.frombuffer(target, dtype=np.int64),
+            np.frombuffer(err, dtype=np.int8), np.frombuffer(ignored, dtype=np.uint8).astype(bool))
+
 
 def _greedy_match(pd, po, iou, same, k_rank, M, n_obj) -> np.ndarray:
     """Object matched by each kept detection (-1: none).
@@ -358,24 +433,25 @@ def _first_max(seg, values, payload, size):
 
 def _insertion_classes(obj_img, obj_cls, pt_img, pt_cls, n_obj, K) -> np.ndarray:
     """Classes in the order tidecv's ``ClassedAPDataObject`` creates them: per image,
-    first its objects (``add_gt_positives``), then its points (``push``)."""
-    img = np.concatenate([obj_img, pt_img])
-    phase = np.concatenate([np.zeros(n_obj, np.int64), np.ones(pt_img.shape[0], np.int64)])
-    pos = np.arange(img.shape[0], dtype=np.int64)
-    cls = np.concatenate([obj_cls, pt_cls])
-    order = np.lexsort((pos, phase, img))
-    first_cls, first = np.unique(cls[order], return_index=True)
-    return first_cls[np.argsort(first, kind="stable")]
+    first its objects (``add_gt_positives``), then its points (``push``); each list in
+    its own order (objects in file order, points in processing order)."""
+    span = np.int64(max(n_obj, pt_img.shape[0]) + 1)
+    first = np.full(K, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, obj_cls, (obj_img * 2) * span + np.arange(n_obj, dtype=np.int64))
+    np.minimum.at(first, pt_cls, (pt_img * 2 + 1) * span
+                  + np.arange(pt_img.shape[0], dtype=np.int64))
+    seen = np.flatnonzero(first < np.iinfo(np.int64).max)
+    return seen[np.argsort(first[seen], kind="stable")]
 
 
 def _rebuild_classes(error_point_cls, classes, K) -> np.ndarray:
     """Class order of a rebuilt ``ClassedAPDataObject``: the classes of the error points in
     order of appearance, then the others in the original order."""
-    if error_point_cls.shape[0]:
-        seen, first = np.unique(error_point_cls, return_index=True)
-        head = seen[np.argsort(first, kind="stable")]
-    else:
-        head = np.zeros(0, dtype=np.int64)
+    n = error_point_cls.shape[0]
+    first = np.full(K, n, dtype=np.int64)
+    np.minimum.at(first, error_point_cls, np.arange(n, dtype=np.int64))
+    seen = np.flatnonzero(first < n)
+    head = seen[np.argsort(first[seen], kind="stable")]
     rest = classes[~np.isin(classes, head)]
     return np.concatenate([head, rest])
 
@@ -402,45 +478,49 @@ def _tidecv_map(cls, score, is_tp, num_gt, classes) -> float:
         The classes of the ``ClassedAPDataObject`` in creation order; the mean runs over
         those with points or ``num_gt != 0``, summed in this order.
     """
+    order = ranked_order(cls, score)  # class, then score descending, stable
+    return _tidecv_map_ranked(cls[order], is_tp[order], num_gt, classes)
+
+
+def _tidecv_map_ranked(c, is_tp, num_gt, classes) -> float:
+    """:func:`_tidecv_map` of points already ranked: by class, then score descending,
+    stably in insertion order."""
     K = num_gt.shape[0]
     ap = np.zeros(K, dtype=np.float64)
-    n_pts = np.bincount(cls, minlength=K) if cls.shape[0] else np.zeros(K, np.int64)
-    use = np.flatnonzero(num_gt[cls] > 0) if cls.shape[0] else np.zeros(0, np.int64)
-    if use.shape[0]:
-        c_all, s_all, t_all = cls[use], score[use], is_tp[use]
-        order = ranked_order(c_all, s_all)      # class, then score descending, stable
-        c = c_all[order]
-        t = t_all[order].astype(np.int64)
-        n = c.shape[0]
+    nonempty = num_gt != 0
+    if c.shape[0]:
+        nonempty |= np.bincount(c, minlength=K) > 0
+        use = num_gt[c] > 0                    # nGT == 0: AP 0
+        c = c[use]
+        t = is_tp[use].astype(np.int64)
+    n = c.shape[0]
+    if n:
         starts = segment_starts(c)
         present = c[starts]
         lengths = np.diff(np.append(starts, n))
-        seg_start = np.repeat(starts, lengths)
-        idx = np.arange(n, dtype=np.int64)
         tp_cum = np.cumsum(t)
         tp_cum -= np.repeat(tp_cum[starts] - t[starts], lengths)
-        prec = tp_cum / (idx - seg_start + 1).astype(np.float64)
+        within = np.arange(1, n + 1, dtype=np.int64) - np.repeat(starts, lengths)
+        prec = tp_cum / within.astype(np.float64)
         rec = tp_cum / num_gt[c].astype(np.float64)
         # index of the first rec >= k/100 in each class: its start plus the number of
         # points whose grid floor is below k
         fl = _grid_floor(rec)
         P = present.shape[0]
-        seg_of = np.repeat(np.arange(P), lengths)
-        hist = np.bincount(seg_of * (_GRID + 1) + fl, minlength=P * (_GRID + 1))
-        hist = hist.reshape(P, _GRID + 1)
+        seg_of = np.repeat(np.arange(P, dtype=np.int64) * (_GRID + 1), lengths)
+        hist = np.bincount(seg_of + fl, minlength=P * (_GRID + 1)).reshape(P, _GRID + 1)
         below = np.zeros((P, _GRID + 1), dtype=np.int64)
-        below[:, 1:] = np.cumsum(hist, axis=1)[:, :-1]
+        np.cumsum(hist[:, :-1], axis=1, out=below[:, 1:])
         inside = below < lengths[:, None]
         q = starts[:, None] + below                # (P, 101) query indices
         # envelope at q = max(prec[q:end]): maxima of the pieces between consecutive
-        # queries, then a right-to-left running maximum
-        # (a query past its class's end is masked; a 0 appended keeps it a valid index)
+        # queries, then a right-to-left running maximum (a query past its class's end is
+        # masked; the 0 appended keeps it a valid index)
         pieces = np.maximum.reduceat(np.append(prec, 0.0), q.ravel()).reshape(P, _GRID + 1)
-        pieces = np.where(inside, pieces, 0.0)
+        pieces[~inside] = 0.0
         env = np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
         p = np.where(inside, env, 0.0)
         ap[present] = np.cumsum(p, axis=1)[:, -1] / (_GRID + 1) * 100
-    nonempty = (n_pts > 0) | (num_gt != 0)
     total, count = 0.0, 0
     for k in classes.tolist():
         if nonempty[k]:
