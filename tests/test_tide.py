@@ -187,3 +187,162 @@ def test_generated_cases_cover_every_error_type(tmp_path):
         for t, v in _ours(gp, rp)["counts"].items():
             total[t] += v
     assert all(v > 0 for v in total.values()), total
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 5))
+def test_numpy_path_matches_tidecv(tmp_path, seed, monkeypatch):
+    """The numpy reference (no compiled kernel) against tidecv too."""
+    _tidecv()
+    from deteval.diagnostics import tide
+    monkeypatch.setattr(tide, "_kernels", None)
+    gt, res = generate_case(seed, many=True)
+    gp, rp = _write(tmp_path, gt, res)
+    _assert_close(_ours(gp, rp), tidecv_figures(gp, rp))
+
+
+def test_compiled_pass_equals_numpy(tmp_path, monkeypatch):
+    """The compiled per-image pass gives the numpy reference's records, bit for bit."""
+    from deteval.diagnostics import tide
+    if tide._kernels is None:
+        pytest.skip("compiled extension not built")
+    for seed in range(60):
+        gt, res = generate_case(seed, many=seed % 2 == 0)
+        g = load_coco_ground_truth(gt)
+        d = load_coco_results(res, g)
+        a = tide.tide_errors(g, d)
+        monkeypatch.setattr(tide, "_kernels", None)
+        b = tide.tide_errors(g, d)
+        monkeypatch.undo()
+        assert a.to_dict() == b.to_dict()
+        for name in ("detection_rows", "detection_error", "detection_ignored", "missed_rows"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), (seed, name)
+        for t in ERROR_TYPES:
+            assert np.array_equal(a.per_image[t], b.per_image[t])
+
+
+# ------------------------------------------------------------------------ hand cases
+
+def _case(images, anns, res, cats=((1, "a"), (2, "b"))):
+    gt = {"images": [{"id": i, "width": 100, "height": 100, "file_name": f"{i}.jpg"}
+                     for i in images],
+          "annotations": [dict(a, id=k + 1, area=a["bbox"][2] * a["bbox"][3])
+                          for k, a in enumerate(anns)],
+          "categories": [{"id": c, "name": n} for c, n in cats]}
+    g = load_coco_ground_truth(gt)
+    return g, tide_errors(g, load_coco_results(res, g))
+
+
+def _obj(img, cat, box, crowd=0):
+    x, y, w, h = box
+    return {"image_id": img, "category_id": cat, "bbox": list(box), "iscrowd": crowd,
+            "segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]]}
+
+
+def _det(img, cat, box, score):
+    return {"image_id": img, "category_id": cat, "bbox": list(box), "score": score}
+
+
+def test_each_rule_by_hand():
+    g, r = _case([7, 3, 5], [
+        _obj(7, 1, (0, 0, 10, 10)),
+        _obj(7, 2, (50, 50, 10, 10)),      # missed
+        _obj(3, 1, (0, 0, 10, 10)),        # matched at IoU exactly 0.5
+    ], [
+        _det(7, 1, (0, 0, 10, 10), 0.9),   # TP
+        _det(7, 1, (0, 0, 10, 10), 0.8),   # Dupe
+        _det(7, 2, (0, 0, 10, 10), 0.7),   # Cls (target matched)
+        _det(7, 1, (0, 0, 10, 5), 0.6),    # Loc: same-class IoU exactly 0.5, object matched
+        _det(7, 1, (80, 0, 10, 10), 0.5),  # Bkg: no overlap
+        _det(7, 1, (5, 0, 10, 10), 0.4),   # Loc: same-class IoU 1/3
+        _det(3, 1, (0, 0, 10, 5), 0.3),    # TP at IoU exactly 0.5
+        _det(5, 2, (0, 0, 10, 10), 0.2),   # Bkg: image without objects
+    ])
+    assert r.counts == {"Cls": 1, "Loc": 2, "Both": 0, "Dupe": 1, "Bkg": 2, "Miss": 1}
+    # per image, in the ground-truth file's image order (7, 3, 5)
+    assert r.per_image["Bkg"].tolist() == [1, 0, 1]
+    assert r.per_image["Miss"].tolist() == [1, 0, 0]
+    assert r.per_image["Loc"].tolist() == [2, 0, 0]
+    err = dict(zip(r.detection_rows.tolist(), r.detection_error.tolist()))
+    assert [err[i] for i in range(8)] == [-1, 3, 0, 1, 4, 1, -1, 4]
+
+
+def test_both_and_background_thresholds():
+    # same-class IoU below 0.1 and other-class IoU in (0.1, 0.5): Both;
+    # IoU exactly 0.1 with everything: Loc (same class, 0.1 <= IoU) or Bkg (other class)
+    g, r = _case([1], [_obj(1, 1, (0, 0, 10, 10)), _obj(1, 2, (20, 0, 10, 10))], [
+        _det(1, 1, (20, 0, 10, 4), 0.9),   # other-class IoU 0.4: Both
+        _det(1, 1, (0, 0, 10, 1), 0.8),    # same-class IoU exactly 0.1: Loc
+        _det(1, 2, (0, 0, 10, 1), 0.7),    # other-class IoU 0.1 only: Bkg (<= 0.1)
+    ])
+    assert r.detection_error.tolist() == [2, 1, 4]
+
+
+def test_crowd_half_inside_is_not_ignored():
+    g, r = _case([1], [_obj(1, 1, (0, 0, 20, 20), crowd=1), _obj(1, 1, (60, 60, 10, 10))], [
+        _det(1, 1, (10, 0, 20, 10), 0.9),  # half inside: crowd IoU exactly 0.5 -> not ignored
+        _det(1, 1, (2, 2, 10, 10), 0.8),   # inside -> ignored (still an error: Bkg)
+        _det(1, 2, (2, 2, 10, 10), 0.7),   # inside a region of another class: not ignored
+    ])
+    assert r.detection_ignored.tolist() == [False, True, False]
+    assert r.counts["Bkg"] == 3 and r.counts["Miss"] == 1
+
+
+def test_class_without_objects_counts_zero_in_the_mean():
+    g, r = _case([1], [_obj(1, 1, (0, 0, 10, 10))], [
+        _det(1, 1, (0, 0, 10, 10), 0.9),
+        _det(1, 2, (60, 60, 10, 10), 0.5),  # class b: no object, one Bkg point
+    ])
+    assert r.ap50 == 50.0              # (100 + 0) / 2; COCOeval would leave b out
+    assert r.main["Bkg"] == 50.0       # fixed: b has no point and no object, out of the mean
+    assert r.main["Cls"] == 0.0
+
+
+def test_tied_scores_rebuild_artefact():
+    """An error point enters a rebuild before the true positives, so at equal scores a
+    rebuild that fixes nothing ranks the FP first: FalseNeg is negative (tidecv's own)."""
+    g, r = _case([1, 2], [_obj(1, 1, (0, 0, 10, 10))], [
+        _det(2, 1, (0, 0, 10, 10), 0.5),   # image 2 has no object: Bkg
+        _det(1, 1, (0, 0, 10, 10), 0.5),   # TP, processed first (image order)
+    ])
+    assert r.ap50 == 100.0
+    assert r.special["FalseNeg"] == -50.0
+    assert r.special["FalsePos"] == 0.0
+    assert r.main["Dupe"] == 0.0 and r.main["Bkg"] == 0.0
+
+
+def test_more_than_100_detections_keep_the_first_100_over_all_classes():
+    dets = [_det(1, 1 + k % 2, (50, 50, 5, 5), 0.5) for k in range(130)]
+    dets.append(_det(1, 1, (0, 0, 10, 10), 0.1))  # the TP, ranked 131st: vanishes
+    g, r = _case([1], [_obj(1, 1, (0, 0, 10, 10))], dets)
+    assert r.detection_rows.tolist() == list(range(100))  # ties: file order
+    assert r.counts["Bkg"] == 100 and r.counts["Miss"] == 1
+    assert r.ap50 == 0.0
+
+
+def test_loc_fix_uses_the_best_error_per_object():
+    # two Loc errors on one free object: only the higher-scored one becomes a TP
+    g, r = _case([1], [_obj(1, 1, (0, 0, 10, 10))], [
+        _det(1, 1, (0, 0, 10, 4), 0.9),
+        _det(1, 1, (0, 0, 10, 3), 0.8),
+    ])
+    assert r.counts == {"Cls": 0, "Loc": 2, "Both": 0, "Dupe": 0, "Bkg": 0, "Miss": 0}
+    assert r.ap50 == 0.0
+    # fixed: TP 0.9 then FP 0.8 -> precision 1 at recall 1
+    assert r.main["Loc"] == 100.0
+
+
+def test_no_class_at_all_is_zero():
+    g, r = _case([1], [], [])
+    assert r.ap50 == 0.0 and r.main == dict.fromkeys(ERROR_TYPES, 0.0)
+    assert r.counts == dict.fromkeys(ERROR_TYPES, 0)
+
+
+def test_to_dict_schema():
+    g, r = _case([1], [_obj(1, 1, (0, 0, 10, 10))], [_det(1, 1, (0, 0, 10, 10), 0.9)])
+    d = r.to_dict()
+    assert list(d) == ["pos_threshold", "background_threshold", "ap50", "main", "special",
+                       "counts"]
+    assert list(d["main"]) == list(ERROR_TYPES) and list(d["counts"]) == list(ERROR_TYPES)
+    assert list(d["special"]) == ["FalsePos", "FalseNeg"]
+    assert all(type(v) is int for v in d["counts"].values())
+    json.dumps(d, allow_nan=False)
