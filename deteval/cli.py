@@ -107,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="evaluate on a Dask cluster (local:N or tcp://host:8786); DETECTIONS "
                         "may then be a glob pattern of shard folders. Needs deteval[dask]")
     v.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    v.add_argument("--tide", action="store_true", help=argparse.SUPPRESS)  # COCO only: exit 2
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics: bbox, segm, "
                                     "keypoints)",
@@ -141,6 +142,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--partitions", type=int, metavar="N",
                    help="with --dask: image partitions (default twice the workers)")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    c.add_argument("--tide", action="store_true",
+                   help="add the TIDE error decomposition (tidecv's Cls, Loc, Both, Dupe, Bkg, "
+                        "Miss dAPs and counts; bbox only): report key `tide`")
 
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
                        description="Compare two reports; exit 1 if a figure dropped by more "
@@ -157,6 +161,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(args) -> int:
     if args.command == "voc":
+        if args.tide:
+            raise InputError("Expected `--tide` only with `deteval coco` (TIDE is defined on "
+                             "COCO files) but got it with `deteval voc`")
         from .evaluate import evaluate_voc
         classes = None
         if args.classes is not None:
@@ -182,6 +189,10 @@ def _run(args) -> int:
             raise InputError(expected("--oks-sigmas", "given only with --iou-type keypoints",
                                       args.oks_sigmas))
         sigmas = _float_list(args.oks_sigmas, "--oks-sigmas") if args.oks_sigmas else None
+        if args.tide and (args.iou_type != "bbox" or args.class_agnostic or args.dask):
+            raise InputError("Expected `--tide` with plain bbox evaluation (tidecv's TIDE.BOX) "
+                             "but got it with --iou-type segm/keypoints, --class-agnostic or "
+                             "--dask")
         if args.dask:
             if args.class_agnostic or args.iou_type != "bbox":
                 raise InputError("Expected `--dask` with bbox evaluation (--class-agnostic, "
@@ -200,10 +211,16 @@ def _run(args) -> int:
         else:
             if args.partitions is not None:
                 raise InputError("Expected `--partitions` only with `--dask` but got it alone")
-            report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
-                                   area_ranges=areas, max_dets=md,
-                                   class_agnostic=args.class_agnostic,
-                                   iou_type=args.iou_type, oks_sigmas=sigmas)
+            if args.tide:  # one loading for the evaluation and the TIDE pass
+                from .diagnostics.tide import evaluate_coco_with_tide
+                report = evaluate_coco_with_tide(args.ground_truth, args.results,
+                                                 iou_thresholds=thr, area_ranges=areas,
+                                                 max_dets=md)
+            else:
+                report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
+                                       area_ranges=areas, max_dets=md,
+                                       class_agnostic=args.class_agnostic,
+                                       iou_type=args.iou_type, oks_sigmas=sigmas)
     else:
         from .compare import compare_reports
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,

@@ -47,7 +47,8 @@ from ..tables import Detections, GroundTruth
 from .._native import kernels as _kernels  # None without it: the numpy code is the reference
 
 __all__ = ["ERROR_TYPES", "SPECIAL_TYPES", "POS_THRESHOLD", "BACKGROUND_THRESHOLD",
-           "MAX_DETS", "TideResult", "tide_errors", "check_unique_names", "format_tide_table"]
+           "MAX_DETS", "TideResult", "tide_errors", "check_unique_names",
+           "evaluate_coco_with_tide", "format_tide_table"]
 
 #: The main error types, in tidecv's order (``TIDE._error_types``), by their short names:
 #: ClassError, BoxError, OtherError, DuplicateError, BackgroundError, MissedError.
@@ -530,6 +531,33 @@ def _tidecv_map_ranked(c, is_tp, num_gt, classes) -> float:
 
 
 # ---------------------------------------------------------------------------- report
+
+def evaluate_coco_with_tide(ground_truth, results, **kwargs):
+    """:func:`deteval.evaluate_coco` (bbox) with ``report.tide`` set (``report["tide"]``).
+
+    Parameters
+    ----------
+    ground_truth, results : path, or loaded dict / list
+        A COCO instances file and a results file, as :func:`deteval.evaluate_coco`.
+    **kwargs
+        ``iou_thresholds``, ``area_ranges``, ``max_dets`` of the plain evaluation (TIDE's
+        own parameters are fixed: IoU 0.5, background 0.1, 100 detections per image).
+
+    Raises
+    ------
+    InputError
+        Bad files, or two categories with the same name.
+    """
+    import dataclasses
+
+    from ..evaluate import evaluate_coco
+    from ..io.coco import load_coco_ground_truth, load_coco_results
+    gt = load_coco_ground_truth(ground_truth)
+    det = load_coco_results(results, gt)
+    check_unique_names(gt.class_names, gt.sources.get("ground_truth"))
+    report = evaluate_coco(gt, det, **kwargs)
+    return dataclasses.replace(report, tide=tide_errors(gt, det).to_dict())
+
 
 def format_tide_table(tide: dict) -> str:
     """A short fixed-width table of ``report["tide"]`` (dAP on tidecv's 0-100 scale)."""
