@@ -400,10 +400,15 @@ class MeanAveragePrecision:
             m = match_voc(gt, det, self.iou_threshold, self.compat, file_order_ties=True)
             record_image = det_image[m.tie_key]
             record_position = position[m.tie_key]
+        keep_dets = coco and iou_type == "bbox"  # compute(tide=True) rereads them
         self._chunks.append(_Chunk(
             matches=m, labels=labels, images=local, record_image=record_image,
             record_position=record_position, gt_label=gt_labels, gt_image=local[gt_image],
-            gt_boxes=gt_boxes, gt_flags=gt_flags, gt_area=gt_area))
+            gt_boxes=gt_boxes, gt_flags=gt_flags, gt_area=gt_area,
+            det_image=local[det_image] if keep_dets else None,
+            det_boxes=det_boxes if keep_dets else None,
+            det_scores=scores if keep_dets else None,
+            det_labels=det_labels if keep_dets else None))
         p.clear()
 
     def _with_geometry(self, gt: GroundTruth, det: Detections, p) -> tuple:
@@ -446,8 +451,9 @@ class MeanAveragePrecision:
         other._flush()
         offset = len(self.image_ids)
         for chunk in other._chunks:
-            self._chunks.append(dataclasses.replace(chunk, images=chunk.images + offset,
-                                                    gt_image=chunk.gt_image + offset))
+            self._chunks.append(dataclasses.replace(
+                chunk, images=chunk.images + offset, gt_image=chunk.gt_image + offset,
+                det_image=None if chunk.det_image is None else chunk.det_image + offset))
         self._pending.images += [i + offset for i in other._pending.images]
         self._num_detections += other._num_detections
         self.image_ids += other.image_ids
@@ -467,8 +473,69 @@ class MeanAveragePrecision:
         rank[order] = np.arange(len(ids))
         return rank
 
-    def compute(self) -> Union[CocoReport, VocReport]:
-        """The report of every image so far: ``report.to_dict()`` is the CLI's JSON."""
+    def compute(self, tide: bool = False) -> Union[CocoReport, VocReport]:
+        """The report of every image so far: ``report.to_dict()`` is the CLI's JSON.
+
+        ``tide=True`` (COCO bbox) adds ``report.tide`` (``report["tide"]``, as ``deteval coco
+        --tide``): images in the order they were added (the ground-truth file's order),
+        each image's predictions in the order given (the results file's order), ``iscrowd``
+        targets as crowd regions."""
+        if tide:
+            self._check_tide()
+        report = self._compute()
+        if tide:
+            report = dataclasses.replace(report, tide=self._tide().to_dict())
+        return report
+
+    def _check_tide(self) -> None:
+        if self.protocol != "coco" or getattr(self, "iou_type", "bbox") != "bbox":
+            raise MetricInputError(expected("tide", "False unless protocol='coco' and "
+                                            "iou_type='bbox' (TIDE is defined on COCO boxes)",
+                                            True), "compute()")
+        if self.class_names is not None:
+            from .diagnostics.tide import check_unique_names
+            try:
+                check_unique_names(list(self.class_names.values()), "class_names")
+            except InputError as exc:
+                raise MetricInputError(exc.message, "compute()") from None
+
+    def _tide(self):
+        """:func:`deteval.diagnostics.tide.tide_errors` of every image so far."""
+        from .diagnostics.tide import tide_errors
+        self._flush()
+        chunks = self._chunks
+        if any(c.det_boxes is None for c in chunks):
+            raise MetricInputError("Expected the predictions' boxes to compute TIDE but got a "
+                                   "metric state saved without them (an older deteval)",
+                                   "compute()")
+        labels = np.unique(_cat([c.labels for c in chunks], np.int64))
+        if self.class_names is not None:
+            labels = np.array(sorted(self.class_names), dtype=np.int64)
+        names = tuple(self.class_names[int(x)] if self.class_names else str(int(x))
+                      for x in labels)
+        gt_label = _cat([c.gt_label for c in chunks], np.int64)
+        det_label = _cat([c.det_labels for c in chunks], np.int64)
+        det_image = _cat([c.det_image for c in chunks], np.int64)
+        # one image's predictions come in one update, in the order given: after a stable
+        # sort by image they are in "file" order
+        rows = np.argsort(det_image, kind="stable")
+        gt = GroundTruth(
+            image_idx=_cat([c.gt_image for c in chunks], np.int64),
+            class_idx=np.searchsorted(labels, gt_label),
+            boxes=_cat([c.gt_boxes for c in chunks], np.float64).reshape(-1, 4),
+            difficult=np.zeros(gt_label.shape[0], dtype=bool),
+            crowd=_cat([c.gt_flags for c in chunks], bool),
+            area=_cat([c.gt_area for c in chunks], np.float64),
+            image_ids=np.arange(len(self.image_ids)), class_names=names, class_ids=labels,
+            box_format="xywh")
+        det = Detections(
+            image_idx=det_image[rows], class_idx=np.searchsorted(labels, det_label[rows]),
+            boxes=_cat([c.det_boxes for c in chunks], np.float64).reshape(-1, 4)[rows],
+            scores=_cat([c.det_scores for c in chunks], np.float64)[rows],
+            order=np.arange(rows.shape[0], dtype=np.int64))
+        return tide_errors(gt, det)
+
+    def _compute(self) -> Union[CocoReport, VocReport]:
         self._flush()
         rank = self._image_rank()
         chunks = self._chunks
@@ -546,7 +613,10 @@ class _Chunk:
     record_position : ndarray of int64, shape (N,)
         VOC: the prediction's position within its image (the tie key after the image).
     gt_label, gt_image, gt_boxes, gt_flags, gt_area : ndarray
-        The pass's ground truth (for the fingerprint).
+        The pass's ground truth (for the fingerprint, and TIDE).
+    det_image, det_boxes, det_scores, det_labels : ndarray, optional
+        COCO bbox: the pass's predictions (metric-local image, ``[x, y, w, h]``, score,
+        label), each image's in the order given (``compute(tide=True)``).
     """
 
     matches: Any
@@ -559,6 +629,10 @@ class _Chunk:
     gt_boxes: np.ndarray
     gt_flags: np.ndarray
     gt_area: np.ndarray
+    det_image: Optional[np.ndarray] = None   # COCO bbox: the predictions (for TIDE)
+    det_boxes: Optional[np.ndarray] = None
+    det_scores: Optional[np.ndarray] = None
+    det_labels: Optional[np.ndarray] = None
 
     def in_global_order(self, labels: np.ndarray, image_rank: np.ndarray, width: int):
         """The records with classes in ``labels`` and images keyed by ``image_rank``."""

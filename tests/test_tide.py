@@ -346,3 +346,102 @@ def test_to_dict_schema():
     assert list(d["special"]) == ["FalsePos", "FalseNeg"]
     assert all(type(v) is int for v in d["counts"].values())
     json.dumps(d, allow_nan=False)
+
+
+# ------------------------------------------------------------------- streaming metric
+
+def _metric_inputs(gt, res):
+    """Per image in the ground-truth file's order: preds and targets (results-file order)."""
+    preds, targets = [], []
+    for im in gt["images"]:
+        rs = [r for r in res if r["image_id"] == im["id"]]
+        gs = [a for a in gt["annotations"] if a["image_id"] == im["id"]]
+        preds.append({"boxes": np.array([r["bbox"] for r in rs]).reshape(-1, 4),
+                      "scores": np.array([r["score"] for r in rs]),
+                      "labels": np.array([r["category_id"] for r in rs], dtype=np.int64)})
+        targets.append({"boxes": np.array([a["bbox"] for a in gs]).reshape(-1, 4),
+                        "labels": np.array([a["category_id"] for a in gs], dtype=np.int64),
+                        "iscrowd": np.array([a["iscrowd"] for a in gs]),
+                        "area": np.array([a["area"] for a in gs])})
+    return preds, targets, [im["id"] for im in gt["images"]]
+
+
+@pytest.mark.parametrize("seed", [1, 7, 11])
+def test_streaming_metric_tide_equals_files(seed):
+    from deteval import MeanAveragePrecision
+    gt, res = generate_case(seed, many=True)
+    g = load_coco_ground_truth(gt)
+    expected = tide_errors(g, load_coco_results(res, g)).to_dict()
+    preds, targets, ids = _metric_inputs(gt, res)
+    names = {c["id"]: c["name"] for c in gt["categories"]}
+    one = MeanAveragePrecision("coco", box_format="xywh", class_names=names)
+    one.update(preds, targets, image_ids=ids)
+    report = one.compute(tide=True)
+    assert report.to_dict()["tide"] == expected
+    assert "tide" not in one.compute().to_dict()
+    # batches and a merge of two shards: the same figures
+    half = len(ids) // 2
+    a = MeanAveragePrecision("coco", box_format="xywh", class_names=names)
+    b = MeanAveragePrecision("coco", box_format="xywh", class_names=names)
+    for k in range(half):
+        a.update(preds[k:k + 1], targets[k:k + 1], image_ids=ids[k:k + 1])
+    b.update(preds[half:], targets[half:], image_ids=ids[half:])
+    assert a.merge(b).compute(tide=True).tide == expected
+
+
+def test_streaming_metric_tide_needs_coco_boxes():
+    from deteval import MeanAveragePrecision, MetricInputError
+    m = MeanAveragePrecision("voc12")
+    with pytest.raises(MetricInputError, match="tide"):
+        m.compute(tide=True)
+    m = MeanAveragePrecision("coco", class_names={1: "a", 2: "a"})
+    with pytest.raises(MetricInputError, match="unique category names"):
+        m.compute(tide=True)
+
+
+# ------------------------------------------------------------------------------- CLI
+
+def test_cli_tide_adds_the_key_and_a_table(tmp_path, capsys):
+    from deteval.cli import main
+    gt, res = generate_case(3, many=True)
+    gp, rp = _write(tmp_path, gt, res)
+    plain, with_tide = tmp_path / "plain.json", tmp_path / "tide.json"
+    assert main(["coco", str(gp), str(rp), "--json", str(plain)]) == 0
+    capsys.readouterr()
+    assert main(["coco", str(gp), str(rp), "--tide", "--json", str(with_tide)]) == 0
+    out = capsys.readouterr().out
+    assert "TIDE errors" in out and "Miss" in out
+    a, b = json.loads(plain.read_text()), json.loads(with_tide.read_text())
+    assert b.pop("tide") == _ours(gp, rp)
+    assert a == b  # the plain evaluation is unchanged
+
+
+@pytest.mark.parametrize("extra", [["--iou-type", "segm"], ["--class-agnostic"],
+                                   ["--dask", "local:1"]])
+def test_cli_tide_with_unsupported_options_exits_2(tmp_path, capsys, extra):
+    from deteval.cli import main
+    gt, res = generate_case(3)
+    gp, rp = _write(tmp_path, gt, res)
+    out = tmp_path / "out.json"
+    assert main(["coco", str(gp), str(rp), "--tide", "--json", str(out), *extra]) == 2
+    assert "--tide" in capsys.readouterr().err and not out.exists()
+
+
+def test_cli_tide_with_voc_exits_2(tmp_path, capsys):
+    from deteval.cli import main
+    assert main(["voc", str(tmp_path), str(tmp_path), "--tide"]) == 2
+    err = capsys.readouterr().err
+    assert "--tide" in err and "deteval coco" in err and "Traceback" not in err
+
+
+def test_cli_tide_duplicate_category_names_exit_2(tmp_path, capsys):
+    from deteval.cli import main
+    gt, res = generate_case(3)
+    gt["categories"][1]["name"] = gt["categories"][0]["name"]
+    gp, rp = _write(tmp_path, gt, res)
+    out = tmp_path / "out.json"
+    assert main(["coco", str(gp), str(rp), "--tide", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "unique category names" in err and gt["categories"][0]["name"] in err
+    assert not out.exists()
+    assert main(["coco", str(gp), str(rp), "--json", str(out)]) == 0  # without: fine
