@@ -445,3 +445,27 @@ def test_cli_tide_duplicate_category_names_exit_2(tmp_path, capsys):
     assert "unique category names" in err and gt["categories"][0]["name"] in err
     assert not out.exists()
     assert main(["coco", str(gp), str(rp), "--json", str(out)]) == 0  # without: fine
+
+
+def test_scores_of_minus_one_or_less_still_pick_the_best_error():
+    """tidecv starts its best-score search at -1 and raises KeyError when every candidate
+    scores <= -1; here the highest-scored candidate is the one fixed, whatever the scores."""
+    g, r = _case([1], [_obj(1, 1, (0, 0, 10, 10))], [
+        _det(1, 1, (0, 0, 10, 4), -2.0),
+        _det(1, 1, (0, 0, 10, 3), -3.0),
+    ])
+    assert r.counts["Loc"] == 2 and r.main["Loc"] == 100.0
+
+
+def test_per_image_counts_add_up(tmp_path):
+    gt, res = generate_case(5, many=True)
+    g = load_coco_ground_truth(gt)
+    r = tide_errors(g, load_coco_results(res, g))
+    for t in ERROR_TYPES:
+        assert r.per_image[t].shape == (g.num_images,)
+        assert int(r.per_image[t].sum()) == r.counts[t]
+    # the detection errors per image, recounted from the per-detection records
+    img = load_coco_results(res, g).image_idx[r.detection_rows]
+    for code, t in enumerate(ERROR_TYPES[:-1]):
+        assert r.per_image[t].tolist() == np.bincount(img[r.detection_error == code],
+                                                      minlength=g.num_images).tolist()
