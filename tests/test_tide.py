@@ -469,3 +469,43 @@ def test_per_image_counts_add_up(tmp_path):
     for code, t in enumerate(ERROR_TYPES[:-1]):
         assert r.per_image[t].tolist() == np.bincount(img[r.detection_error == code],
                                                       minlength=g.num_images).tolist()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_tidecv_ap_equals_classed_ap_data_object(seed):
+    """The AP stage alone against tidecv's ClassedAPDataObject: random points with tied
+    scores, classes with nGT 0, classes without points, recalls landing on k/100."""
+    _tidecv()
+    from tidecv.ap import ClassedAPDataObject
+
+    from deteval.diagnostics.tide import _tidecv_map
+    rng = np.random.default_rng(seed)
+    K = int(rng.integers(1, 6))
+    n = int(rng.integers(0, 400))
+    cls = rng.integers(0, K, n)
+    score = np.round(rng.random(n), int(rng.integers(1, 3)))
+    num_gt = rng.integers(0, 60, K) * rng.integers(0, 2, K)
+    num_gt[rng.integers(0, K)] = rng.choice([25, 50, 100, 7])  # recalls hit k/100 exactly
+    is_tp = np.zeros(n, dtype=bool)
+    for k in range(K):  # at most nGT true positives per class
+        rows = np.flatnonzero(cls == k)
+        pick = rng.permutation(rows)[:int(rng.integers(0, num_gt[k] + 1))]
+        is_tp[pick] = rng.random(pick.shape[0]) < 0.8
+    ref = ClassedAPDataObject()
+    first_seen = []
+    events = [("gt", k) for k in rng.permutation(K) if num_gt[k]] + [("pt", i) for i in range(n)]
+    for kind, v in events:  # classes are created in this order
+        k = int(v) if kind == "gt" else int(cls[v])
+        if k not in first_seen:
+            first_seen.append(k)
+        if kind == "gt":
+            ref.add_gt_positives(k, int(num_gt[k]))
+        else:
+            ref.push(k, int(v), float(score[v]), bool(is_tp[v]))
+    try:
+        expected = ref.get_mAP()
+    except ZeroDivisionError:
+        expected = 0.0
+    got = _tidecv_map(cls.astype(np.int64), score, is_tp, num_gt.astype(np.int64),
+                      np.array(first_seen, dtype=np.int64))
+    assert got == expected

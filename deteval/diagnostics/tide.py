@@ -457,16 +457,6 @@ def _rebuild_classes(error_point_cls, classes, K) -> np.ndarray:
     return np.concatenate([head, rest])
 
 
-def _grid_floor(x: np.ndarray) -> np.ndarray:
-    """``max{k in 0..100 : k / 100 <= x}`` for ``x >= 0`` (``k / 100`` as Python divides:
-    the double nearest the fraction)."""
-    k = np.clip(np.floor(x * _GRID), 0, _GRID).astype(np.int64)
-    for _ in range(2):
-        k -= (k > 0) & (k / _GRID > x)
-        k += (k < _GRID) & ((k + 1) / _GRID <= x)
-    return k
-
-
 def _tidecv_map(cls, score, is_tp, num_gt, classes) -> float:
     """tidecv's mAP (0-100) of points given in insertion order.
 
@@ -483,41 +473,63 @@ def _tidecv_map(cls, score, is_tp, num_gt, classes) -> float:
     return _tidecv_map_ranked(cls[order], is_tp[order], num_gt, classes)
 
 
+def _grid_targets(n_gt: np.ndarray) -> np.ndarray:
+    """``t[c, k] = min{v : v / n_gt[c] >= k / 100}`` (doubles, as tidecv compares them):
+    the true positives a class needs for its recall to reach the grid point ``k / 100``.
+
+    Parameters
+    ----------
+    n_gt : ndarray of int64, shape (P,), > 0
+
+    Returns
+    -------
+    ndarray of int64, shape (P, 101)
+    """
+    k = np.arange(_GRID + 1, dtype=np.int64)
+    grid = k / _GRID                                   # Python's k / 100, k = 0..100
+    n = n_gt[:, None]
+    t = (k[None, :] * n + _GRID - 1) // _GRID          # ceil(k * n / 100), exactly
+    nf = n.astype(np.float64)
+    for _ in range(2):  # the doubles can disagree with the fractions by one step
+        t -= (t > 0) & ((t - 1) / nf >= grid)
+        t += (t / nf) < grid
+    return t
+
+
 def _tidecv_map_ranked(c, is_tp, num_gt, classes) -> float:
     """:func:`_tidecv_map` of points already ranked: by class, then score descending,
-    stably in insertion order."""
+    stably in insertion order.
+
+    Notes
+    -----
+    Recall rises only at a true positive, so the first point with ``rec >= k/100`` is the
+    ``t``-th true positive of the class, ``t = min{v : v / nGT >= k/100}`` (the class's first
+    point for ``k = 0``), and the envelope there, ``max(prec[i:])``, is the largest
+    precision at a true positive from that one on (a false positive's precision is below
+    the true positive before it). So every AP comes from the true positives' precisions
+    ``m / (position + 1)`` alone.
+    """
     K = num_gt.shape[0]
+    n_pts = np.bincount(c, minlength=K) if c.shape[0] else np.zeros(K, np.int64)
+    nonempty = (num_gt != 0) | (n_pts > 0)
+    present = np.flatnonzero((n_pts > 0) & (num_gt > 0))  # nGT == 0: AP 0
     ap = np.zeros(K, dtype=np.float64)
-    nonempty = num_gt != 0
-    if c.shape[0]:
-        nonempty |= np.bincount(c, minlength=K) > 0
-        use = num_gt[c] > 0                    # nGT == 0: AP 0
-        c = c[use]
-        t = is_tp[use].astype(np.int64)
-    n = c.shape[0]
-    if n:
-        starts = segment_starts(c)
-        present = c[starts]
-        lengths = np.diff(np.append(starts, n))
-        tp_cum = np.cumsum(t)
-        tp_cum -= np.repeat(tp_cum[starts] - t[starts], lengths)
-        within = np.arange(1, n + 1, dtype=np.int64) - np.repeat(starts, lengths)
-        prec = tp_cum / within.astype(np.float64)
-        rec = tp_cum / num_gt[c].astype(np.float64)
-        # index of the first rec >= k/100 in each class: its start plus the number of
-        # points whose grid floor is below k
-        fl = _grid_floor(rec)
-        P = present.shape[0]
-        seg_of = np.repeat(np.arange(P, dtype=np.int64) * (_GRID + 1), lengths)
-        hist = np.bincount(seg_of + fl, minlength=P * (_GRID + 1)).reshape(P, _GRID + 1)
-        below = np.zeros((P, _GRID + 1), dtype=np.int64)
-        np.cumsum(hist[:, :-1], axis=1, out=below[:, 1:])
-        inside = below < lengths[:, None]
-        q = starts[:, None] + below                # (P, 101) query indices
-        # envelope at q = max(prec[q:end]): maxima of the pieces between consecutive
-        # queries, then a right-to-left running maximum (a query past its class's end is
-        # masked; the 0 appended keeps it a valid index)
-        pieces = np.maximum.reduceat(np.append(prec, 0.0), q.ravel()).reshape(P, _GRID + 1)
+    if present.shape[0]:
+        start = np.cumsum(n_pts) - n_pts                  # each class's first point
+        tpi = np.flatnonzero(is_tp)
+        tc = c[tpi]
+        n_tp = np.bincount(tc, minlength=K)
+        tp_start = np.cumsum(n_tp) - n_tp
+        m = np.arange(1, tpi.shape[0] + 1, dtype=np.int64) - tp_start[tc]  # TPs so far
+        prec = m / (tpi - start[tc] + 1).astype(np.float64)
+        t = _grid_targets(num_gt[present])                # (P, 101)
+        have = n_tp[present][:, None]
+        inside = (have > 0) & (t <= have)
+        # the envelope at the t-th true positive: maxima of the pieces between consecutive
+        # queries, then a right-to-left running maximum (masked queries point at the
+        # class's end; the 0 appended keeps the last class's end a valid index)
+        q = tp_start[present][:, None] + np.where(inside, np.maximum(t, 1) - 1, have)
+        pieces = np.maximum.reduceat(np.append(prec, 0.0), q.ravel()).reshape(q.shape)
         pieces[~inside] = 0.0
         env = np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
         p = np.where(inside, env, 0.0)
