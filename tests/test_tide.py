@@ -509,3 +509,77 @@ def test_tidecv_ap_equals_classed_ap_data_object(seed):
     got = _tidecv_map(cls.astype(np.int64), score, is_tp, num_gt.astype(np.int64),
                       np.array(first_seen, dtype=np.int64))
     assert got == expected
+
+
+def _random_tables(seed):
+    """Tables straight from numpy: boxes on a coarse integer grid (many equal IoUs, IoUs of
+    exactly 0.5 and 0.1, boxes half inside crowd regions), few distinct scores."""
+    from deteval.tables import Detections, GroundTruth
+    rng = np.random.default_rng(seed)
+    n_img, K = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+    G, N = int(rng.integers(0, 30)), int(rng.integers(0, 300))
+
+    def boxes(n):
+        xy = rng.integers(0, 6, (n, 2)) * 2.0
+        wh = rng.choice([2.0, 4.0, 8.0, 10.0, 20.0], (n, 2))
+        return np.concatenate([xy, wh], axis=1)
+
+    gt = GroundTruth(image_idx=rng.integers(0, n_img, G), class_idx=rng.integers(0, K, G),
+                     boxes=boxes(G), difficult=np.zeros(G, bool), crowd=rng.random(G) < 0.2,
+                     area=np.ones(G), image_ids=np.arange(n_img) * 7 + 3,
+                     class_names=tuple(f"c{k}" for k in range(K)),
+                     class_ids=np.arange(K) + 1, box_format="xywh")
+    det = Detections(image_idx=rng.integers(0, n_img, N), class_idx=rng.integers(0, K, N),
+                     boxes=boxes(N), scores=rng.integers(0, 5, N) / 4.0,
+                     order=np.arange(N))
+    return gt, det
+
+
+def test_compiled_pass_equals_numpy_on_grid_boxes(monkeypatch):
+    from deteval.diagnostics import tide
+    if tide._kernels is None:
+        pytest.skip("compiled extension not built")
+    for seed in range(150):
+        g, d = _random_tables(seed)
+        a = tide.tide_errors(g, d)
+        monkeypatch.setattr(tide, "_kernels", None)
+        b = tide.tide_errors(g, d)
+        monkeypatch.undo()
+        assert a.to_dict() == b.to_dict(), seed
+        assert np.array_equal(a.detection_error, b.detection_error), seed
+        assert np.array_equal(a.detection_ignored, b.detection_ignored), seed
+        assert np.array_equal(a.missed_rows, b.missed_rows), seed
+
+
+def _tables_to_files(tmp_path, g, d, tag=""):
+    images = [{"id": int(i), "width": 100, "height": 100, "file_name": f"{i}.jpg"}
+              for i in g.image_ids]
+    anns = []
+    for r in range(len(g)):
+        x, y, w, h = g.boxes[r].tolist()
+        anns.append({"id": r + 1, "image_id": int(g.image_ids[g.image_idx[r]]),
+                     "category_id": int(g.class_ids[g.class_idx[r]]), "bbox": [x, y, w, h],
+                     "area": w * h, "iscrowd": int(g.crowd[r]),
+                     "segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]]})
+    cats = [{"id": int(c), "name": n} for c, n in zip(g.class_ids, g.class_names)]
+    res = [{"image_id": int(g.image_ids[d.image_idx[r]]),
+            "category_id": int(g.class_ids[d.class_idx[r]]),
+            "bbox": d.boxes[r].tolist(), "score": float(d.scores[r])} for r in range(len(d))]
+    return _write(tmp_path, {"images": images, "annotations": anns, "categories": cats},
+                  res, tag)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_grid_boxes_match_tidecv(tmp_path, seed):
+    """Many exact IoU ties (first object wins), scores in five levels, crowd regions."""
+    _tidecv()
+    gp, rp = _tables_to_files(tmp_path, *_random_tables(seed))
+    _assert_close(_ours(gp, rp), tidecv_figures(gp, rp))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(12, 300))
+def test_grid_boxes_match_tidecv_sweep(tmp_path, seed):
+    _tidecv()
+    gp, rp = _tables_to_files(tmp_path, *_random_tables(seed))
+    _assert_close(_ours(gp, rp), tidecv_figures(gp, rp))
