@@ -189,10 +189,13 @@ def _run(args) -> int:
             raise InputError(expected("--oks-sigmas", "given only with --iou-type keypoints",
                                       args.oks_sigmas))
         sigmas = _float_list(args.oks_sigmas, "--oks-sigmas") if args.oks_sigmas else None
-        if args.tide and (args.iou_type != "bbox" or args.class_agnostic or args.dask):
-            raise InputError("Expected `--tide` with plain bbox evaluation (tidecv's TIDE.BOX) "
-                             "but got it with --iou-type segm/keypoints, --class-agnostic or "
-                             "--dask")
+        if args.tide:
+            bad = [o for o, on in ((f"--iou-type {args.iou_type}", args.iou_type != "bbox"),
+                                   ("--class-agnostic", args.class_agnostic),
+                                   ("--dask", bool(args.dask))) if on]
+            if bad:
+                raise InputError("Expected `--tide` with plain bbox evaluation (tidecv's "
+                                 f"TIDE.BOX) but got it with {', '.join(bad)}")
         if args.dask:
             if args.class_agnostic or args.iou_type != "bbox":
                 raise InputError("Expected `--dask` with bbox evaluation (--class-agnostic, "
