@@ -220,7 +220,7 @@ def tide_errors(gt: GroundTruth, det: Detections) -> TideResult:
     # A rebuild (tidecv's fix_errors) pushes one point per detection error in order, then
     # the true positives in order; its stable score sort is therefore one sort of every kept
     # detection by (class, -score, position in that list), filtered per rebuild (a fixed
-    # Cls error changes class and FalsePos changes scores: those two sort their own list).
+    # Cls error changes class: that rebuild sorts its own list; FalsePos needs no sort).
     err_idx = np.flatnonzero(~tp)                    # detection errors, in order
     tp_idx = np.flatnonzero(tp)
     listed = np.concatenate([err_idx, tp_idx])
@@ -247,11 +247,16 @@ def tide_errors(gt: GroundTruth, det: Detections) -> TideResult:
             n_gt -= gt_minus
         e = err_idx[point_now[err_idx]]
         order = _rebuild_classes(cls_now[e], classes, K)
-        if fixed == CLS or transform:
+        if transform:  # FalsePositiveError.fix: TPs score 1, FPs 0: per class, TPs first
+            n_tp = np.bincount(k_cls[tp_idx], minlength=K)
+            total = n_tp + np.bincount(k_cls[e], minlength=K)
+            c = np.repeat(np.arange(K, dtype=np.int64), total)
+            within = np.arange(c.shape[0], dtype=np.int64) - np.repeat(np.cumsum(total) - total,
+                                                                       total)
+            return _tidecv_map_ranked(c, within < n_tp[c], n_gt, order)
+        if fixed == CLS:
             pts = np.concatenate([e, tp_idx])
-            score = (is_tp[pts].astype(np.float64) if transform  # FalsePositiveError.fix
-                     else k_score[pts])
-            return _tidecv_map(cls_now[pts], score, is_tp[pts], n_gt, order)
+            return _tidecv_map(cls_now[pts], k_score[pts], is_tp[pts], n_gt, order)
         has_point = point_now | tp
         ranked = by_rank[has_point[by_rank]]
         return _tidecv_map_ranked(cls_now[ranked], is_tp[ranked], n_gt, order)
