@@ -215,51 +215,68 @@ def tide_errors(gt: GroundTruth, det: Detections) -> TideResult:
     num_gt = np.bincount(obj_cls, minlength=K).astype(np.int64)
     point = ~ignored                                 # kept detections with an AP point
     classes = _insertion_classes(obj_img, obj_cls, k_img[point], k_cls[point], n_obj, K)
-    ap50 = _tidecv_map(k_cls[point], k_score[point], tp[point], num_gt, classes)
+    # every kept detection by (class, -score), ties in processing order: the original points'
+    # ranking (tidecv's stable sort of its insertion order)
+    by_score_cls = ranked_order(k_cls, k_score)
+    orig = by_score_cls[point[by_score_cls]]
+    ap50 = _tidecv_map_ranked(k_cls[orig], tp[orig], num_gt, classes)
 
-    # A rebuild (tidecv's fix_errors) pushes one point per detection error in order, then
-    # the true positives in order; its stable score sort is therefore one sort of every kept
-    # detection by (class, -score, position in that list), filtered per rebuild (a fixed
-    # Cls error changes class: that rebuild sorts its own list; FalsePos needs no sort).
+    # A rebuild (tidecv's fix_errors) pushes one point per detection error in order, then the
+    # true positives in order, and sorts them stably by score: the same ranking with, among
+    # equal (class, score), the errors first. Each rebuild filters that one ranking (a fixed
+    # Cls error changes class: that rebuild ranks its own list; FalsePos needs no ranking).
+    by_rank = _errors_first(by_score_cls, k_cls, k_score, tp)
+    r_cls, r_tp, r_err = k_cls[by_rank], tp[by_rank], err[by_rank]
+    r_best, r_point = best[by_rank], point[by_rank]
     err_idx = np.flatnonzero(~tp)                    # detection errors, in order
     tp_idx = np.flatnonzero(tp)
-    listed = np.concatenate([err_idx, tp_idx])
-    by_rank = listed[ranked_order(k_cls[listed], k_score[listed])]
     target_cls = np.full(M, -1, dtype=np.int64)
     target_cls[target >= 0] = obj_cls[target[target >= 0]]
+    # first error point of each (type, class) in order, and of the fixable (best) Loc / Cls
+    # errors in their fixed class: the class order of every rebuild
+    e_pt = err_idx[point[err_idx]]
+    first = np.full((BKG + 1) * K, M, dtype=np.int64)
+    np.minimum.at(first, err[e_pt].astype(np.int64) * K + k_cls[e_pt], e_pt)
+    first = first.reshape(BKG + 1, K)
+    fixable = {}
+    for t in (LOC, CLS):
+        rows = np.flatnonzero((err == t) & best)
+        fixable[t] = np.full(K, M, dtype=np.int64)
+        np.minimum.at(fixable[t], (k_cls if t == LOC else target_cls)[rows], rows)
+
+    def class_order(fixed: int) -> np.ndarray:
+        keep = [t for t in range(BKG + 1) if t != fixed]
+        f = first[keep].min(axis=0)
+        if fixed in (LOC, CLS):
+            f = np.minimum(f, fixable[fixed])
+        return _rebuild_classes(f, M, classes)
 
     def rebuild(fixed: int, transform: bool = False, gt_minus=None) -> float:
-        point_now = ~ignored & ~tp                   # error points kept as they were (FP)
-        is_tp = tp.copy()
-        cls_now = k_cls
-        if fixed in (LOC, CLS):
-            this = err == fixed
-            point_now = np.where(this, best, point_now)
-            is_tp |= this & best
-            if fixed == CLS:
-                cls_now = np.where(this & best, target_cls, k_cls)
-        elif fixed in (DUPE, BKG, BOTH):
-            point_now &= err != fixed
         n_gt = num_gt.copy()
         if fixed == MISS:
             n_gt -= np.bincount(obj_cls[missed], minlength=K)
         if gt_minus is not None:
             n_gt -= gt_minus
-        e = err_idx[point_now[err_idx]]
-        order = _rebuild_classes(cls_now[e], classes, K)
+        order = class_order(fixed)
         if transform:  # FalsePositiveError.fix: TPs score 1, FPs 0: per class, TPs first
             n_tp = np.bincount(k_cls[tp_idx], minlength=K)
-            total = n_tp + np.bincount(k_cls[e], minlength=K)
+            total = n_tp + np.bincount(k_cls[e_pt], minlength=K)
             c = np.repeat(np.arange(K, dtype=np.int64), total)
             within = np.arange(c.shape[0], dtype=np.int64) - np.repeat(np.cumsum(total) - total,
                                                                        total)
             return _tidecv_map_ranked(c, within < n_tp[c], n_gt, order)
         if fixed == CLS:
+            this = (err == CLS) & best
+            e = err_idx[np.where(err == CLS, best, point)[err_idx]]
             pts = np.concatenate([e, tp_idx])
-            return _tidecv_map(cls_now[pts], k_score[pts], is_tp[pts], n_gt, order)
-        has_point = point_now | tp
-        ranked = by_rank[has_point[by_rank]]
-        return _tidecv_map_ranked(cls_now[ranked], is_tp[ranked], n_gt, order)
+            cls_now = np.where(this, target_cls, k_cls)
+            return _tidecv_map(cls_now[pts], k_score[pts], this[pts] | tp[pts], n_gt, order)
+        if fixed == LOC:
+            this = r_err == LOC
+            mask = np.where(this, r_best, r_point)
+            return _tidecv_map_ranked(r_cls[mask], (r_tp | (this & r_best))[mask], n_gt, order)
+        mask = r_point & (r_err != fixed) if fixed in (DUPE, BKG, BOTH) else r_point
+        return _tidecv_map_ranked(r_cls[mask], r_tp[mask], n_gt, order)
 
     main = {}
     for t, name in enumerate(ERROR_TYPES):
@@ -450,16 +467,42 @@ def _insertion_classes(obj_img, obj_cls, pt_img, pt_cls, n_obj, K) -> np.ndarray
     return seen[np.argsort(first[seen], kind="stable")]
 
 
-def _rebuild_classes(error_point_cls, classes, K) -> np.ndarray:
-    """Class order of a rebuilt ``ClassedAPDataObject``: the classes of the error points in
-    order of appearance, then the others in the original order."""
-    n = error_point_cls.shape[0]
-    first = np.full(K, n, dtype=np.int64)
-    np.minimum.at(first, error_point_cls, np.arange(n, dtype=np.int64))
-    seen = np.flatnonzero(first < n)
+def _rebuild_classes(first: np.ndarray, none: int, classes: np.ndarray) -> np.ndarray:
+    """Class order of a rebuilt ``ClassedAPDataObject``: the classes that have error points,
+    by their first one (``first[k]``, ``none`` where a class has none), then the others in
+    the original order ``classes``."""
+    seen = np.flatnonzero(first < none)
     head = seen[np.argsort(first[seen], kind="stable")]
     rest = classes[~np.isin(classes, head)]
     return np.concatenate([head, rest])
+
+
+def _errors_first(ranked: np.ndarray, cls: np.ndarray, score: np.ndarray, is_tp: np.ndarray
+                  ) -> np.ndarray:
+    """``ranked`` (rows by class, then score descending) with, within each run of equal
+    (class, score), the non-TP rows first and the TP rows after, each in their order."""
+    n = ranked.shape[0]
+    if n == 0:
+        return ranked
+    c, sc, t = cls[ranked], score[ranked], is_tp[ranked]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    new[1:] = (c[1:] != c[:-1]) | (sc[1:] != sc[:-1])
+    starts = np.flatnonzero(new)
+    lengths = np.diff(np.append(starts, n))
+    fp = (~t).astype(np.int64)
+    fp_before = np.cumsum(fp) - fp                   # non-TP rows before each position
+    run_fp0 = np.repeat(fp_before[starts], lengths)
+    run_fp = np.repeat(np.append(fp_before[starts[1:]], fp_before[-1] + fp[-1])
+                       - fp_before[starts], lengths)
+    pos = np.arange(n, dtype=np.int64)
+    run_start = np.repeat(starts, lengths)
+    fp_rank = fp_before - run_fp0                    # among the run's non-TP rows
+    tp_rank = (pos - run_start) - fp_rank            # among the run's TP rows
+    new_pos = run_start + np.where(t, run_fp + tp_rank, fp_rank)
+    out = np.empty(n, dtype=ranked.dtype)
+    out[new_pos] = ranked
+    return out
 
 
 def _tidecv_map(cls, score, is_tp, num_gt, classes) -> float:
