@@ -1656,7 +1656,8 @@ tide_pass(PyObject *self, PyObject *args, PyObject *kwargs)
     double pos, bg;
     Py_ssize_t m = -1, m4, g = -1, g4, c = -1, c4, i;
     int64_t *ostart = NULL, *orows = NULL, *cstart = NULL, *crows = NULL;
-    double *iou = NULL;
+    double *iou = NULL, *lb = NULL;
+    int64_t *lc = NULL;
     unsigned char *used = NULL;
     int k;
     void *copies[N_TIDE_ARGS] = {NULL};
@@ -1749,7 +1750,9 @@ tide_pass(PyObject *self, PyObject *args, PyObject *kwargs)
             goto done;
         }
         iou = (double *)PyMem_RawMalloc(sizeof(double) * (size_t)(largest && most_dets ? largest * most_dets : 1));
-        if (iou == NULL) {
+        lb = (double *)PyMem_RawMalloc(sizeof(double) * 4 * (size_t)(largest ? largest : 1));
+        lc = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(largest ? largest : 1));
+        if (iou == NULL || lb == NULL || lc == NULL) {
             PyErr_NoMemory();
             goto done;
         }
@@ -1758,11 +1761,18 @@ tide_pass(PyObject *self, PyObject *args, PyObject *kwargs)
             int64_t img = ki[d0], g0 = ostart[img], g1 = ostart[img + 1], n_o = g1 - g0, j, d;
             for (d1 = d0 + 1; d1 < m && ki[d1] == img; d1++)
                 ;
+            /* the image's objects, contiguous (local index j; used[] by local index) */
+            for (j = 0; j < n_o; j++) {
+                int64_t r = orows[g0 + j];
+                memcpy(lb + 4 * j, ob + 4 * r, 4 * sizeof(double));
+                lc[j] = oc[r];
+                used[j] = 0;
+            }
             for (d = d0; d < d1; d++) {
                 const double *db = kb + 4 * d;
                 double *row = iou + (d - d0) * n_o;
                 for (j = 0; j < n_o; j++)
-                    row[j] = box_iou(db, ob + 4 * orows[g0 + j], 0);
+                    row[j] = box_iou(db, lb + 4 * j, 0);
             }
             /* greedy matching in processing order */
             for (d = d0; d < d1; d++) {
@@ -1770,15 +1780,14 @@ tide_pass(PyObject *self, PyObject *args, PyObject *kwargs)
                 int64_t best = -1;
                 double bv = -1.0;
                 for (j = 0; j < n_o; j++) {
-                    int64_t r = orows[g0 + j];
-                    if (oc[r] == kc[d] && !used[r] && row[j] > bv) {
+                    if (lc[j] == kc[d] && !used[j] && row[j] > bv) {
                         bv = row[j];
-                        best = r;
+                        best = j;
                     }
                 }
                 match[d] = -1;
                 if (best >= 0 && bv >= pos) {
-                    match[d] = best;
+                    match[d] = orows[g0 + best];
                     used[best] = 1;
                 }
             }
@@ -1803,28 +1812,27 @@ tide_pass(PyObject *self, PyObject *args, PyObject *kwargs)
                     continue;
                 }
                 for (j = 0; j < n_o; j++) {
-                    int64_t r = orows[g0 + j];
                     double v = row[j];
                     if (v > any)
                         any = v;
-                    if (oc[r] == kc[d]) {
+                    if (lc[j] == kc[d]) {
                         if (v > same) {
                             same = v;
-                            same_arg = r;
+                            same_arg = j;
                         }
-                        if (used[r] && v > dup)
+                        if (used[j] && v > dup)
                             dup = v;
                     } else if (v > other) {
                         other = v;
-                        other_arg = r;
+                        other_arg = j;
                     }
                 }
                 if (bg <= same && same <= pos) {
                     err[d] = 1;
-                    target[d] = same_arg;
+                    target[d] = same_arg >= 0 ? orows[g0 + same_arg] : -1;
                 } else if (other >= pos) {
                     err[d] = 0;
-                    target[d] = other_arg;
+                    target[d] = other_arg >= 0 ? orows[g0 + other_arg] : -1;
                 } else if (dup >= pos)
                     err[d] = 3;
                 else if (any <= bg)
@@ -1851,6 +1859,8 @@ done:
     PyMem_RawFree(crows);
     PyMem_RawFree(used);
     PyMem_RawFree(iou);
+    PyMem_RawFree(lb);
+    PyMem_RawFree(lc);
     return result;
 }
 
