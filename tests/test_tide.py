@@ -583,3 +583,16 @@ def test_grid_boxes_match_tidecv_sweep(tmp_path, seed):
     _tidecv()
     gp, rp = _tables_to_files(tmp_path, *_random_tables(seed))
     _assert_close(_ours(gp, rp), tidecv_figures(gp, rp))
+
+
+def test_voc_tables_are_refused():
+    from deteval.errors import InputError
+    from deteval.tables import Detections, GroundTruth
+    gt = GroundTruth(image_idx=np.zeros(0, np.int64), class_idx=np.zeros(0, np.int64),
+                     boxes=np.zeros((0, 4)), difficult=np.zeros(0, bool),
+                     crowd=np.zeros(0, bool), area=np.zeros(0), image_ids=np.array(["a"]),
+                     class_names=("x",))
+    det = Detections(image_idx=np.zeros(0, np.int64), class_idx=np.zeros(0, np.int64),
+                     boxes=np.zeros((0, 4)), scores=np.zeros(0), order=np.zeros(0, np.int64))
+    with pytest.raises(InputError, match="xywh"):
+        tide_errors(gt, det)

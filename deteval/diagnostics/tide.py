@@ -39,7 +39,7 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, expected
 from ..match import candidate_pairs, coco_pair_ious
 from ..rank import group_rank, ranked_order, segment_starts
 from ..tables import Detections, GroundTruth
@@ -151,6 +151,9 @@ def tide_errors(gt: GroundTruth, det: Detections) -> TideResult:
     ``rec >= r`` (0 past the end). ``nGT == 0`` gives 0. The mAP is the mean over the
     classes with points or objects (0 when there is none: tidecv divides by zero).
     """
+    if gt.box_format != "xywh":
+        raise InputError(expected("gt.box_format", "'xywh' (TIDE is defined on COCO boxes)",
+                                  gt.box_format))
     K = gt.num_classes
     n_img = gt.num_images
     # ---- kept detections: per image, score descending (stable in file order), first 100
