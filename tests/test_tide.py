@@ -596,3 +596,18 @@ def test_voc_tables_are_refused():
                      boxes=np.zeros((0, 4)), scores=np.zeros(0), order=np.zeros(0, np.int64))
     with pytest.raises(InputError, match="xywh"):
         tide_errors(gt, det)
+
+
+def test_cli_html_implies_tide_only_where_defined(tmp_path, capsys):
+    """--html asks for --tide on bbox; with --class-agnostic the page goes without it."""
+    pytest.importorskip("deteval.html")
+    from deteval.cli import main
+    gt, res = generate_case(3)
+    gp, rp = _write(tmp_path, gt, res)
+    page, out = tmp_path / "r.html", tmp_path / "r.json"
+    assert main(["coco", str(gp), str(rp), "--html", str(page), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["tide"] == _ours(gp, rp)
+    assert main(["coco", str(gp), str(rp), "--class-agnostic", "--html", str(page),
+                 "--json", str(out)]) == 0
+    assert "tide" not in json.loads(out.read_text())
+    assert main(["coco", str(gp), str(rp), "--class-agnostic", "--tide"]) == 2
