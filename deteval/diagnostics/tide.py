@@ -20,9 +20,12 @@ there too); in short:
   with tidecv's rebuild order (error points first, then the true positives), whose stable
   sort can put a rebuild below ``ap50`` at tied scores: that artefact is reproduced.
 
-Everything is computed over whole columns: candidate (detection, object) pairs of each image
-with array operations, the greedy matching stepping through the rank within the image (at
-most 100 vectorised steps, every image at once), the nine APs from one stable sort each.
+Everything is computed over whole columns. The per-image pass (matching, crowd regions, the
+error of each detection) runs in the compiled ``_kernels.tide_pass``, or, without it, in numpy:
+candidate (detection, object) pairs of each image with array operations and the greedy matching
+stepping through the rank within the image (at most 100 vectorised steps, every image at once).
+The nine APs share one ranking (each rebuild filters it; only the Cls fix, which moves points
+to other classes, ranks its own list) and need only the true positives' precisions.
 
 References
 ----------
