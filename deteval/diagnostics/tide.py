@@ -603,8 +603,9 @@ def evaluate_coco_with_tide(ground_truth, results, **kwargs):
 
     Parameters
     ----------
-    ground_truth, results : path, or loaded dict / list
-        A COCO instances file and a results file, as :func:`deteval.evaluate_coco`.
+    ground_truth, results : path, loaded dict / list, or GroundTruth / Detections
+        A COCO instances file and a results file, as :func:`deteval.evaluate_coco`, or the
+        tables read from them (or from another format, :mod:`deteval.io.detect`).
     **kwargs
         ``iou_thresholds``, ``area_ranges``, ``max_dets`` of the plain evaluation (TIDE's
         own parameters are fixed: IoU 0.5, background 0.1, 100 detections per image).
@@ -618,8 +619,9 @@ def evaluate_coco_with_tide(ground_truth, results, **kwargs):
 
     from ..evaluate import evaluate_coco
     from ..io.coco import load_coco_ground_truth, load_coco_results
-    gt = load_coco_ground_truth(ground_truth)
-    det = load_coco_results(results, gt)
+    gt = (ground_truth if isinstance(ground_truth, GroundTruth)
+          else load_coco_ground_truth(ground_truth))
+    det = results if isinstance(results, Detections) else load_coco_results(results, gt)
     check_unique_names(gt.class_names, gt.sources.get("ground_truth"))
     report = evaluate_coco(gt, det, **kwargs)
     return dataclasses.replace(report, tide=tide_errors(gt, det).to_dict())
