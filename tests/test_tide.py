@@ -611,3 +611,14 @@ def test_cli_html_implies_tide_only_where_defined(tmp_path, capsys):
                  "--json", str(out)]) == 0
     assert "tide" not in json.loads(out.read_text())
     assert main(["coco", str(gp), str(rp), "--class-agnostic", "--tide"]) == 2
+
+
+def test_evaluate_with_tide_takes_tables_or_files(tmp_path):
+    from deteval.diagnostics.tide import evaluate_coco_with_tide
+    gt, res = generate_case(9, many=True)
+    gp, rp = _write(tmp_path, gt, res)
+    g = load_coco_ground_truth(gp)
+    from_tables = evaluate_coco_with_tide(g, load_coco_results(rp, g)).to_dict()
+    from_files = evaluate_coco_with_tide(gp, rp).to_dict()
+    assert from_tables["tide"] == from_files["tide"] == _ours(gp, rp)
+    assert from_tables["stats"] == from_files["stats"]
