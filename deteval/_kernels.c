@@ -1603,6 +1603,267 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ tide_pass
+ * tide_pass(k_image, k_class, k_boxes, obj_image, obj_class, obj_boxes, crowd_image,
+ *           crowd_class, crowd_boxes, num_images, pos_threshold, background_threshold)
+ *   -> (det_match: int64[M], target: int64[M], error: int8[M], ignored: uint8[M])
+ * The per-image pass of deteval.diagnostics.tide (tidecv's TIDEExample and error rules),
+ * whose numpy code is the reference. k_*: the kept detections in processing order (image
+ * ascending, then score order); obj_*: the non-crowd ground truth in file order; crowd_*:
+ * the crowd regions. IoU as pycocotools' bbIou (the same operations as
+ * deteval.match.coco_pair_ious); a pair without overlap, or with a NaN IoU, is no pair.
+ * Greedy: each detection takes the untaken same-class object of highest IoU (the first
+ * in row order among equal IoUs) if that IoU >= pos; an unmatched detection with crowd IoU
+ * (inter / det area) > pos against a crowd region of its class is ignored; then each
+ * unmatched detection's error (0 Cls, 1 Loc, 2 Both, 3 Dupe, 4 Bkg; -1 for a TP) and
+ * its target object (Loc, Cls; else -1), by the first rule that holds: image without
+ * objects -> Bkg; bg <= max same-class IoU <= pos -> Loc (first argmax); max other-class
+ * IoU >= pos -> Cls (first argmax); max same-class IoU with a matched object >= pos ->
+ * Dupe; max IoU <= bg -> Bkg; else Both. */
+enum {
+    T_K_IMAGE = 0, T_K_CLASS, T_K_BOXES, T_OBJ_IMAGE, T_OBJ_CLASS, T_OBJ_BOXES,
+    T_CROWD_IMAGE, T_CROWD_CLASS, T_CROWD_BOXES, N_TIDE_ARGS
+};
+
+static inline double
+box_iou(const double *d, const double *e, int crowd)
+{
+    double iw = (d[2] + d[0] < e[2] + e[0] ? d[2] + d[0] : e[2] + e[0]) -
+                (d[0] > e[0] ? d[0] : e[0]);
+    double ih, inter, uni;
+    if (!(iw > 0))
+        return 0.0;
+    ih = (d[3] + d[1] < e[3] + e[1] ? d[3] + d[1] : e[3] + e[1]) - (d[1] > e[1] ? d[1] : e[1]);
+    if (!(ih > 0))
+        return 0.0;
+    inter = iw * ih;
+    uni = crowd ? d[2] * d[3] : d[2] * d[3] + e[2] * e[3] - inter;
+    inter = inter / uni;
+    return inter > 0 ? inter : 0.0; /* NaN: no pair */
+}
+
+static PyObject *
+tide_pass(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {
+        "k_image", "k_class", "k_boxes", "obj_image", "obj_class", "obj_boxes", "crowd_image",
+        "crowd_class", "crowd_boxes", "num_images", "pos_threshold", "background_threshold",
+        NULL};
+    PyObject *o[N_TIDE_ARGS], *out_m = NULL, *out_t = NULL, *out_e = NULL, *out_i = NULL,
+             *result = NULL;
+    Py_buffer b[N_TIDE_ARGS];
+    long long num_images;
+    double pos, bg;
+    Py_ssize_t m = -1, m4, g = -1, g4, c = -1, c4, i;
+    int64_t *ostart = NULL, *orows = NULL, *cstart = NULL, *crows = NULL;
+    double *iou = NULL, *lb = NULL;
+    int64_t *lc = NULL;
+    unsigned char *used = NULL;
+    int k;
+    void *copies[N_TIDE_ARGS] = {NULL};
+    (void)self;
+
+    memset(b, 0, sizeof b);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOLdd:tide_pass", kwlist,
+                                     &o[T_K_IMAGE], &o[T_K_CLASS], &o[T_K_BOXES],
+                                     &o[T_OBJ_IMAGE], &o[T_OBJ_CLASS], &o[T_OBJ_BOXES],
+                                     &o[T_CROWD_IMAGE], &o[T_CROWD_CLASS], &o[T_CROWD_BOXES],
+                                     &num_images, &pos, &bg))
+        return NULL;
+    if (get_buf(o[T_K_IMAGE], &b[T_K_IMAGE], 8, &m, "k_image") < 0 ||
+        get_buf(o[T_K_CLASS], &b[T_K_CLASS], 8, &m, "k_class") < 0)
+        goto done;
+    m4 = 4 * m;
+    if (get_buf(o[T_K_BOXES], &b[T_K_BOXES], 8, &m4, "k_boxes") < 0 ||
+        get_buf(o[T_OBJ_IMAGE], &b[T_OBJ_IMAGE], 8, &g, "obj_image") < 0 ||
+        get_buf(o[T_OBJ_CLASS], &b[T_OBJ_CLASS], 8, &g, "obj_class") < 0)
+        goto done;
+    g4 = 4 * g;
+    if (get_buf(o[T_OBJ_BOXES], &b[T_OBJ_BOXES], 8, &g4, "obj_boxes") < 0 ||
+        get_buf(o[T_CROWD_IMAGE], &b[T_CROWD_IMAGE], 8, &c, "crowd_image") < 0 ||
+        get_buf(o[T_CROWD_CLASS], &b[T_CROWD_CLASS], 8, &c, "crowd_class") < 0)
+        goto done;
+    c4 = 4 * c;
+    if (get_buf(o[T_CROWD_BOXES], &b[T_CROWD_BOXES], 8, &c4, "crowd_boxes") < 0)
+        goto done;
+    if (privatize(b, copies, N_TIDE_ARGS) < 0)
+        goto done;
+    {
+        const int64_t *ki = (const int64_t *)b[T_K_IMAGE].buf, *kc = (const int64_t *)b[T_K_CLASS].buf,
+                      *oi = (const int64_t *)b[T_OBJ_IMAGE].buf, *oc = (const int64_t *)b[T_OBJ_CLASS].buf,
+                      *ci = (const int64_t *)b[T_CROWD_IMAGE].buf, *cc = (const int64_t *)b[T_CROWD_CLASS].buf;
+        const double *kb = (const double *)b[T_K_BOXES].buf, *ob = (const double *)b[T_OBJ_BOXES].buf,
+                     *cb = (const double *)b[T_CROWD_BOXES].buf;
+        int64_t *match, *target;
+        signed char *err;
+        unsigned char *ign;
+        size_t images;
+        Py_ssize_t largest = 0, d0, d1, most_dets = 0;
+        if (num_images < 0 || (uint64_t)num_images > (uint64_t)(4 * (size_t)(m + g + c) + ((size_t)1 << 22))) {
+            PyErr_SetString(PyExc_ValueError, "tide_pass: num_images out of range");
+            goto done;
+        }
+        images = (size_t)num_images;
+        for (i = 0; i < m; i++)
+            if (ki[i] < 0 || (uint64_t)ki[i] >= (uint64_t)images || (i && ki[i] < ki[i - 1])) {
+                PyErr_SetString(PyExc_ValueError, "tide_pass: k_image out of range or not sorted");
+                goto done;
+            }
+        for (i = 0; i < g; i++)
+            if (oi[i] < 0 || (uint64_t)oi[i] >= (uint64_t)images) {
+                PyErr_SetString(PyExc_ValueError, "tide_pass: obj_image out of range");
+                goto done;
+            }
+        for (i = 0; i < c; i++)
+            if (ci[i] < 0 || (uint64_t)ci[i] >= (uint64_t)images) {
+                PyErr_SetString(PyExc_ValueError, "tide_pass: crowd_image out of range");
+                goto done;
+            }
+        out_m = PyByteArray_FromStringAndSize(NULL, 8 * m);
+        out_t = PyByteArray_FromStringAndSize(NULL, 8 * m);
+        out_e = PyByteArray_FromStringAndSize(NULL, m);
+        out_i = PyByteArray_FromStringAndSize(NULL, m);
+        ostart = (int64_t *)PyMem_RawCalloc(images + 1, sizeof(int64_t));
+        orows = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(g ? g : 1));
+        cstart = (int64_t *)PyMem_RawCalloc(images + 1, sizeof(int64_t));
+        crows = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(c ? c : 1));
+        used = (unsigned char *)PyMem_RawCalloc((size_t)(g ? g : 1), 1);
+        if (!out_m || !out_t || !out_e || !out_i || !ostart || !orows || !cstart || !crows || !used) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            goto done;
+        }
+        match = (int64_t *)PyByteArray_AS_STRING(out_m);
+        target = (int64_t *)PyByteArray_AS_STRING(out_t);
+        err = (signed char *)PyByteArray_AS_STRING(out_e);
+        ign = (unsigned char *)PyByteArray_AS_STRING(out_i);
+        largest = group_rows(oi, NULL, 1, g, images, ostart, orows);
+        group_rows(ci, NULL, 1, c, images, cstart, crows);
+        for (d0 = 0; d0 < m; d0 = d1) {
+            for (d1 = d0 + 1; d1 < m && ki[d1] == ki[d0]; d1++)
+                ;
+            if (d1 - d0 > most_dets)
+                most_dets = d1 - d0;
+        }
+        if (largest && most_dets > PY_SSIZE_T_MAX / 8 / largest) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        iou = (double *)PyMem_RawMalloc(sizeof(double) * (size_t)(largest && most_dets ? largest * most_dets : 1));
+        lb = (double *)PyMem_RawMalloc(sizeof(double) * 4 * (size_t)(largest ? largest : 1));
+        lc = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(largest ? largest : 1));
+        if (iou == NULL || lb == NULL || lc == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (d0 = 0; d0 < m; d0 = d1) {
+            int64_t img = ki[d0], g0 = ostart[img], g1 = ostart[img + 1], n_o = g1 - g0, j, d;
+            for (d1 = d0 + 1; d1 < m && ki[d1] == img; d1++)
+                ;
+            /* the image's objects, contiguous (local index j; used[] by local index) */
+            for (j = 0; j < n_o; j++) {
+                int64_t r = orows[g0 + j];
+                memcpy(lb + 4 * j, ob + 4 * r, 4 * sizeof(double));
+                lc[j] = oc[r];
+                used[j] = 0;
+            }
+            for (d = d0; d < d1; d++) {
+                const double *db = kb + 4 * d;
+                double *row = iou + (d - d0) * n_o;
+                for (j = 0; j < n_o; j++)
+                    row[j] = box_iou(db, lb + 4 * j, 0);
+            }
+            /* greedy matching in processing order */
+            for (d = d0; d < d1; d++) {
+                const double *row = iou + (d - d0) * n_o;
+                int64_t best = -1;
+                double bv = -1.0;
+                for (j = 0; j < n_o; j++) {
+                    if (lc[j] == kc[d] && !used[j] && row[j] > bv) {
+                        bv = row[j];
+                        best = j;
+                    }
+                }
+                match[d] = -1;
+                if (best >= 0 && bv >= pos) {
+                    match[d] = orows[g0 + best];
+                    used[best] = 1;
+                }
+            }
+            for (d = d0; d < d1; d++) {
+                const double *row = iou + (d - d0) * n_o;
+                double same = 0.0, other = 0.0, dup = 0.0, any = 0.0;
+                int64_t same_arg = -1, other_arg = -1, q;
+                ign[d] = 0;
+                err[d] = -1;
+                target[d] = -1;
+                if (match[d] >= 0)
+                    continue;
+                for (q = cstart[img]; q < cstart[img + 1]; q++) {
+                    int64_t r = crows[q];
+                    if (cc[r] == kc[d] && box_iou(kb + 4 * d, cb + 4 * r, 1) > pos) {
+                        ign[d] = 1;
+                        break;
+                    }
+                }
+                if (n_o == 0) {
+                    err[d] = 4;
+                    continue;
+                }
+                for (j = 0; j < n_o; j++) {
+                    double v = row[j];
+                    if (v > any)
+                        any = v;
+                    if (lc[j] == kc[d]) {
+                        if (v > same) {
+                            same = v;
+                            same_arg = j;
+                        }
+                        if (used[j] && v > dup)
+                            dup = v;
+                    } else if (v > other) {
+                        other = v;
+                        other_arg = j;
+                    }
+                }
+                if (bg <= same && same <= pos) {
+                    err[d] = 1;
+                    target[d] = same_arg >= 0 ? orows[g0 + same_arg] : -1;
+                } else if (other >= pos) {
+                    err[d] = 0;
+                    target[d] = other_arg >= 0 ? orows[g0 + other_arg] : -1;
+                } else if (dup >= pos)
+                    err[d] = 3;
+                else if (any <= bg)
+                    err[d] = 4;
+                else
+                    err[d] = 2;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        result = PyTuple_Pack(4, out_m, out_t, out_e, out_i);
+    }
+done:
+    for (k = 0; k < N_TIDE_ARGS; k++)
+        if (b[k].obj)
+            PyBuffer_Release(&b[k]);
+    free_copies(copies, N_TIDE_ARGS);
+    Py_XDECREF(out_m);
+    Py_XDECREF(out_t);
+    Py_XDECREF(out_e);
+    Py_XDECREF(out_i);
+    PyMem_RawFree(ostart);
+    PyMem_RawFree(orows);
+    PyMem_RawFree(cstart);
+    PyMem_RawFree(crows);
+    PyMem_RawFree(used);
+    PyMem_RawFree(iou);
+    PyMem_RawFree(lb);
+    PyMem_RawFree(lc);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"rank_order", (PyCFunction)(void (*)(void))rank_order, METH_VARARGS | METH_KEYWORDS,
      "rank_order(major, scores, tie) -> bytearray of int64: np.lexsort((tie, -scores, major))\n"
@@ -1627,6 +1888,10 @@ static PyMethodDef methods[] = {
     {"oks_terms", (PyCFunction)(void (*)(void))oks_terms, METH_VARARGS | METH_KEYWORDS,
      "oks_terms(det_x, det_y, gt_x, gt_y, gt_visible, gt_box, gt_area_eps, pair_det, pair_gt,\n"
      "variances) -> (neg_e, counts): computeOks' exponents per pair, left-aligned."},
+    {"tide_pass", (PyCFunction)(void (*)(void))tide_pass, METH_VARARGS | METH_KEYWORDS,
+     "tide_pass(k_image, k_class, k_boxes, obj_image, obj_class, obj_boxes, crowd_image,\n"
+     "crowd_class, crowd_boxes, num_images, pos_threshold, background_threshold)\n"
+     "-> (det_match, target, error, ignored): TIDE's per-image matching and error types."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

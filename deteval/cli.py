@@ -109,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
                         "may then be a glob pattern of shard folders. Needs deteval[dask]")
     v.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
     diagnostics.add_cli_options(v, "voc")
+    v.add_argument("--tide", action="store_true", help=argparse.SUPPRESS)  # COCO only: exit 2
     _add_html_option(v)
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics: bbox, segm, "
@@ -152,6 +153,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --dask: image partitions (default twice the workers)")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
     diagnostics.add_cli_options(c, "coco")
+    c.add_argument("--tide", action="store_true",
+                   help="add the TIDE error decomposition (tidecv's Cls, Loc, Both, Dupe, Bkg, "
+                        "Miss dAPs and counts; bbox only): report key `tide`")
     _add_html_option(c)
 
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
@@ -233,6 +237,7 @@ def _html_implies_diagnostics(args) -> None:
         for name in diagnostics_for_html(args.command, getattr(args, "iou_type", "bbox")):
             if hasattr(args, name) and not getattr(args, name):
                 setattr(args, name, True)
+                args.implied_by_html = getattr(args, "implied_by_html", []) + [name]
 
 
 def _write_html_report(args, report, extra: Optional[dict] = None) -> None:
@@ -293,6 +298,9 @@ def _run(args) -> int:
     if args.command == "voc" and getattr(args, "html", None) and not args.dask:
         stages = stages if stages is not None else {}  # the page's curves: the match records
     if args.command == "voc":
+        if args.tide:
+            raise InputError("Expected `--tide` only with `deteval coco` (TIDE is defined on "
+                             "COCO files) but got it with `deteval voc`")
         from .evaluate import evaluate_voc
         classes = None
         if args.classes is not None:
@@ -322,6 +330,15 @@ def _run(args) -> int:
             raise InputError(expected("--oks-sigmas", "given only with --iou-type keypoints",
                                       args.oks_sigmas))
         sigmas = _float_list(args.oks_sigmas, "--oks-sigmas") if args.oks_sigmas else None
+        if args.tide:
+            bad = [o for o, on in ((f"--iou-type {args.iou_type}", args.iou_type != "bbox"),
+                                   ("--class-agnostic", args.class_agnostic),
+                                   ("--dask", bool(args.dask))) if on]
+            if bad and "tide" in getattr(args, "implied_by_html", []):
+                args.tide = False  # implied by --html only: the page goes without it
+            elif bad:
+                raise InputError("Expected `--tide` with plain bbox evaluation (tidecv's "
+                                 f"TIDE.BOX) but got it with {', '.join(bad)}")
         if args.dask:
             if args.split is not None or args.classes is not None:
                 raise InputError("Expected `--dask` with COCO JSON inputs (--split and "

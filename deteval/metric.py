@@ -470,13 +470,19 @@ class MeanAveragePrecision:
         rank[order] = np.arange(len(ids))
         return rank
 
-    def compute(self, *, confusion: Union[bool, Mapping[str, float], None] = None,
+    def compute(self, *, tide: bool = False,
+                confusion: Union[bool, Mapping[str, float], None] = None,
                 curves: bool = False, per_image: bool = False
                 ) -> Union[CocoReport, VocReport]:
         """The report of every image so far: ``report.to_dict()`` is the CLI's JSON.
 
         Parameters
         ----------
+        tide : bool
+            Add the TIDE errors (COCO, bbox), as ``deteval coco --tide`` (``report.tide``,
+            ``report["tide"]``): images in the order they were added (the ground-truth
+            file's order), each image's predictions in the order given (the results file's
+            order), ``iscrowd`` targets as crowd regions.
         confusion : bool or dict, optional
             Add supervision's confusion matrix (``True``: IoU 0.5, score 0.3; or
             ``{"iou_threshold": ..., "conf_threshold": ...}``), as ``deteval coco
@@ -488,10 +494,12 @@ class MeanAveragePrecision:
 
         With any of them the result is a :class:`deteval.diagnostics.run.DiagnosticsReport`
         around the plain report, computed from the same match records (no second pass
-        over the data).
+        over the data; TIDE makes its own pass over the kept predictions).
         """
+        if tide:
+            self._check_tide()
         diag = None
-        if confusion or curves or per_image:
+        if tide or confusion or curves or per_image:
             try:
                 diag = self._diagnostics_request(confusion, curves, per_image)
             except InputError as exc:
@@ -546,10 +554,14 @@ class MeanAveragePrecision:
                 return report
             from .diagnostics.run import coco_diagnostics
             gt, det = self._tables(labels, names)
+            sections = None
+            if tide:
+                from .diagnostics.tide import tide_errors
+                sections = {"tide": tide_errors(gt, det)}
             return coco_diagnostics(report, gt, det, matches, summary,
                                     confusion=diag["confusion"], curves=curves,
                                     per_image=per_image, image_key=rank,
-                                    image_ids=self._report_ids())
+                                    image_ids=self._report_ids(), sections=sections)
         if not parts:
             parts = [VocMatches(class_idx=np.zeros(0, np.int64), scores=np.zeros(0),
                                 tie_key=np.zeros(0, np.int64), outcome=np.zeros(0, np.int8),
@@ -568,6 +580,18 @@ class MeanAveragePrecision:
                                record_image=record_image, image_ids=self._report_ids())
 
     # ------------------------------------------------------------ diagnostics
+    def _check_tide(self) -> None:
+        if self.protocol != "coco" or getattr(self, "iou_type", "bbox") != "bbox":
+            raise MetricInputError(expected("tide", "False unless protocol='coco' and "
+                                            "iou_type='bbox' (TIDE is defined on COCO boxes)",
+                                            True), "compute()")
+        if self.class_names is not None:
+            from .diagnostics.run import check_unique_names
+            try:
+                check_unique_names(list(self.class_names.values()), "class_names")
+            except InputError as exc:
+                raise MetricInputError(exc.message, "compute()") from None
+
     def _diagnostics_request(self, confusion, curves, per_image) -> dict:
         """Check the diagnostics asked of :meth:`compute` (InputError when unsupported)."""
         from .diagnostics.confusion import (DEFAULT_CONF_THRESHOLD, DEFAULT_IOU_THRESHOLD,
@@ -645,7 +669,10 @@ class _Chunk:
     record_position : ndarray of int64, shape (N,)
         VOC: the prediction's position within its image (the tie key after the image).
     gt_label, gt_image, gt_boxes, gt_flags, gt_area : ndarray
-        The pass's ground truth (for the fingerprint).
+        The pass's ground truth (for the fingerprint, and TIDE).
+    det_image, det_boxes, det_scores, det_labels : ndarray, optional
+        COCO bbox: the pass's predictions (metric-local image, ``[x, y, w, h]``, score,
+        label), each image's in the order given (``compute(tide=True)``).
     """
 
     matches: Any

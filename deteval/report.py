@@ -140,6 +140,7 @@ class CocoReport:
     engine: Optional[dict] = None  # how it ran, when not in one process (deteval.distributed)
     notes: List[str] = field(default_factory=list)  # why figures are undefined
     iou_type: str = "bbox"
+    tide: Optional[dict] = None  # --tide: deteval.diagnostics.tide (report["tide"])
 
     protocol = "coco"
 
@@ -152,6 +153,8 @@ class CocoReport:
             d["notes"] = list(self.notes)
         if self.engine is not None:
             d["engine"] = dict(self.engine)
+        if self.tide is not None:
+            d["tide"] = dict(self.tide)
         return d
 
     def format_table(self) -> str:
@@ -181,6 +184,9 @@ class CocoReport:
         if self.notes:
             lines.append("")
             lines += ["note: " + n for n in self.notes]
+        if self.tide is not None:
+            from .diagnostics.tide import format_tide_table
+            lines += ["", format_tide_table(self.tide)]
         return "\n".join(lines)
 
 

@@ -184,6 +184,24 @@ def test_coco_match_kernel_equals_numpy(n_img, n_cls, n_gt, n_det, max_det, seed
         assert np.array_equal(getattr(on, f), getattr(off, f)), f
 
 
+@FUZZ
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(0, 25), st.integers(0, 130),
+       st.integers(0, 2 ** 32 - 1))
+def test_tide_kernel_equals_numpy(n_img, n_cls, n_gt, n_det, seed):
+    from deteval.diagnostics import tide
+    gt, det = _tables(np.random.default_rng(seed), n_img, n_cls, n_gt, n_det, False)
+    on = tide.tide_errors(gt, det)
+    saved = tide._kernels
+    tide._kernels = None
+    try:
+        off = tide.tide_errors(gt, det)
+    finally:
+        tide._kernels = saved
+    assert on.to_dict() == off.to_dict()
+    for f in ("detection_rows", "detection_error", "detection_ignored", "missed_rows"):
+        assert np.array_equal(getattr(on, f), getattr(off, f)), f
+
+
 # ------------------------------------------------------------------ scanners
 
 _NUMBER = st.one_of(st.integers(-10 ** 6, 10 ** 6).map(str),

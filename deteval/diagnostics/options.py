@@ -67,6 +67,7 @@ class Request:
 
     protocol: str
     confusion: Optional[tuple] = None
+    tide: bool = False
     curves: bool = False
     per_image: bool = False
     csv_dir: Optional[str] = None
@@ -77,7 +78,7 @@ class Request:
     @property
     def needs_records(self) -> bool:
         """Whether the evaluation's tables and records are needed (not only its report)."""
-        return self.confusion is not None or self.curves or self.per_image
+        return self.confusion is not None or self.tide or self.curves or self.per_image
 
     def finish(self, report, compat: str = "devkit"):
         """The diagnostics from ``self.stages``, with the plain ``report``: a
@@ -93,19 +94,30 @@ class Request:
         file_names = None
         if self.per_image and self.ground_truth is not None:
             file_names = coco_file_names(self.ground_truth, s["gt"])
+        sections = None
+        if self.tide:
+            from .run import check_unique_names
+            from .tide import tide_errors
+            check_unique_names(s["gt"].class_names, s["gt"].sources.get("ground_truth"))
+            sections = {"tide": tide_errors(s["gt"], s["det"])}
         return coco_diagnostics(report, s["gt"], s["det"], s["matches"], s["summary"],
                                 confusion=self.confusion, curves=self.curves,
-                                per_image=self.per_image, file_names=file_names)
+                                per_image=self.per_image, file_names=file_names,
+                                sections=sections)
 
 
 def request_from_args(args, protocol: str) -> Optional[Request]:
     """The checked :class:`Request` of parsed CLI arguments, or None when no diagnostics
     option was given. Raises InputError (exit 2) for a bad combination."""
     curves = bool(getattr(args, "curves", False))
+    tide = bool(getattr(args, "tide", False))
+    if tide and protocol != "coco":
+        raise InputError(f"Expected `--tide` only with `deteval coco` (TIDE is defined on "
+                         f"COCO files) but got it with `deteval {protocol}`")
     if curves and protocol != "coco":
         raise InputError(f"Expected `--curves` only with `deteval coco` (COCOeval's curves) "
                          f"but got it with `deteval {protocol}`")
-    asked = (args.confusion or curves or args.per_image or args.csv is not None
+    asked = (args.confusion or tide or curves or args.per_image or args.csv is not None
              or args.markdown or args.confusion_iou is not None
              or args.confusion_conf is not None)
     if not asked:
@@ -120,11 +132,12 @@ def request_from_args(args, protocol: str) -> Optional[Request]:
         confusion = check_confusion_thresholds(
             DEFAULT_IOU_THRESHOLD if args.confusion_iou is None else args.confusion_iou,
             DEFAULT_CONF_THRESHOLD if args.confusion_conf is None else args.confusion_conf)
-    req = Request(protocol=protocol, confusion=confusion, curves=curves,
+    req = Request(protocol=protocol, confusion=confusion, tide=tide, curves=curves,
                   per_image=bool(args.per_image), csv_dir=args.csv,
                   markdown=bool(args.markdown))
     if req.needs_records:
-        flag = next(f for f, on in (("--confusion", args.confusion), ("--curves", curves),
+        flag = next(f for f, on in (("--tide", tide), ("--confusion", args.confusion),
+                                    ("--curves", curves),
                                     ("--per-image", args.per_image)) if on)
         if getattr(args, "dask", None):
             raise InputError(f"Expected `{flag}` without `--dask` (diagnostics run in one "

@@ -135,8 +135,10 @@ class DiagnosticsReport:
         self.sections = dict(sections or {})
 
     def __getattr__(self, name):
-        if name == "base":
+        if name in ("base", "sections"):
             raise AttributeError(name)
+        if name in self.sections:  # report.tide: the section's report key
+            return self.sections[name].to_dict()
         return getattr(self.base, name)
 
     def __getitem__(self, key):
