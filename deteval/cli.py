@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "evaluation of object detections.")
     p.add_argument("--version", action=_VersionAction, nargs=0,
                    help="show the version, whether the compiled fast path is in use, and exit")
-    sub = p.add_subparsers(dest="command", metavar="{voc,coco,compare}")
+    sub = p.add_subparsers(dest="command", metavar="{voc,coco,lvis,compare}")
     sub.required = True
 
     v = sub.add_parser("voc", help="PASCAL VOC evaluation (devkit semantics)",
@@ -142,6 +142,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --dask: image partitions (default twice the workers)")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
 
+    _lvis_parser(sub)
+
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
                        description="Compare two reports; exit 1 if a figure dropped by more "
                                    "than --max-drop.")
@@ -155,8 +157,44 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _lvis_parser(sub) -> None:
+    from .lvis import LVIS_IOU_TYPES, LVIS_MAX_DETS, LVIS_MAX_DETS_PER_CLASS
+    lv = sub.add_parser("lvis", help="LVIS federated evaluation (lvis-api semantics), or "
+                                     "Fixed AP",
+                        description="LVIS evaluation: AP, APr/APc/APf, AR and per-class AP, "
+                                    "as lvis-api 0.5.3 LVISEval; --fixed: the fixed-AP "
+                                    "protocol (Dave et al. 2021).")
+    lv.add_argument("ground_truth", metavar="GROUND_TRUTH.json")
+    lv.add_argument("results", metavar="RESULTS.json")
+    lv.add_argument("--iou-type", choices=LVIS_IOU_TYPES, default="bbox",
+                    help="bbox (default) or segm (masks)")
+    lv.add_argument("--max-dets", type=int, metavar="N",
+                    help=f"results kept per image, highest scores first (default "
+                         f"{LVIS_MAX_DETS}); not with --fixed")
+    lv.add_argument("--fixed", action="store_true",
+                    help="fixed AP: no per-image cap, at most --max-dets-per-class results "
+                         "per category over the dataset")
+    lv.add_argument("--max-dets-per-class", type=int, metavar="N",
+                    help=f"with --fixed: results kept per category (default "
+                         f"{LVIS_MAX_DETS_PER_CLASS})")
+    lv.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for "
+                    "standard output, the tables then go to standard error)")
+
+
 def _run(args) -> int:
-    if args.command == "voc":
+    if args.command == "lvis":
+        from .lvis import evaluate_lvis
+        if args.fixed and args.max_dets is not None:
+            raise InputError(expected("--max-dets", "left out with --fixed (fixed AP has no "
+                                      "per-image cap; see --max-dets-per-class)",
+                                      args.max_dets))
+        if not args.fixed and args.max_dets_per_class is not None:
+            raise InputError(expected("--max-dets-per-class", "given only with --fixed",
+                                      args.max_dets_per_class))
+        report = evaluate_lvis(args.ground_truth, args.results, iou_type=args.iou_type,
+                               max_dets=args.max_dets, fixed=args.fixed,
+                               max_dets_per_class=args.max_dets_per_class)
+    elif args.command == "voc":
         from .evaluate import evaluate_voc
         classes = None
         if args.classes is not None:
