@@ -285,8 +285,9 @@ class LvisReport:
                              f"{ap50:>7}  {c['num_gt']:>5}  {c['num_results']:>7}")
         undefined = sum(c["AP"] is None for c in self.classes)
         if undefined:
-            lines += ["", f"- : undefined ({undefined} classes without AP): no ground truth "
-                      "counted for them (lvis-api gives -1); every class is in the JSON report"]
+            lines += ["", f"{undefined} of {len(self.classes)} classes have no AP (null in "
+                      "the JSON report; lvis-api gives -1): no ground truth of theirs is "
+                      "counted. Every class is in the JSON report (--json)."]
         if self.notes:
             lines.append("")
             lines += ["note: " + n for n in self.notes]

@@ -343,3 +343,15 @@ def test_bad_input_subprocess_exit_2(tmp_path):
 def test_empty_results(tmp_path):
     rep = evaluate_lvis(_hand_gt(), [])
     assert rep.stats["AP"] == 0.0 and rep.stats["APr"] == 0.0 and rep.stats["APf"] is None
+
+
+def test_numpy_path_equals_compiled(monkeypatch):
+    """Without the compiled kernels (the numpy reference walk and sorts): the same figures."""
+    from deteval import match, rank
+    gt, res = generate_lvis_case(21, results_per_image=(0, 60))
+    compiled = evaluate_lvis(copy.deepcopy(gt), copy.deepcopy(res), max_dets=25)
+    monkeypatch.setattr(match, "_kernels", None)
+    monkeypatch.setattr(rank, "_kernels", None)
+    plain = evaluate_lvis(copy.deepcopy(gt), copy.deepcopy(res), max_dets=25)
+    assert plain.stats == compiled.stats
+    assert plain.classes == compiled.classes
