@@ -180,7 +180,12 @@ def _fields(gt: GroundTruth, images, anns, cats, name: str) -> LvisFields:
     frequency = np.empty(gt.num_classes, dtype=np.int64)
     frequency[coco_io._index(gt.class_ids, np.arange(gt.num_classes), cat_ids)] = freq_file
     ids_raw = [_get(a, "id") for a in anns]
-    if not all(coco_io._is_int(v) for v in ids_raw):
+    try:
+        ann_ids = np.array(ids_raw).reshape(-1)
+        typed = ann_ids.dtype.kind == "i" and ann_ids.shape == (len(anns),)
+    except (TypeError, ValueError, OverflowError):
+        typed = False
+    if not typed and not all(coco_io._is_int(v) for v in ids_raw):
         i = next(i for i, v in enumerate(ids_raw) if not coco_io._is_int(v))
         raise InputError(expected("id", "an integer (lvis-api indexes annotations by id)",
                                   ids_raw[i]), name, f"annotations[{i}]")
