@@ -194,7 +194,9 @@ def lvis_matches(gt: GroundTruth, det: Detections, gt_rows: np.ndarray, det_rows
     if not np.array_equal(m.image_key, d_group) or not np.array_equal(m.scores,
                                                                        one_det.scores):
         raise AssertionError("lvis_matches: records out of the expected order")
-    ignored = m.ignored | (~m.matched & not_exhaustive[:, None, None])
+    ignored = m.ignored if m.ignored.flags.writeable else m.ignored.copy()
+    ne_rows = np.flatnonzero(not_exhaustive)
+    ignored[ne_rows] |= ~m.matched[ne_rows]
     A = area_ranges.shape[0]
     lo, hi = area_ranges[:, 0], area_ranges[:, 1]
     g_area = gt.area[gt_rows]

@@ -355,3 +355,24 @@ def test_numpy_path_equals_compiled(monkeypatch):
     plain = evaluate_lvis(copy.deepcopy(gt), copy.deepcopy(res), max_dets=25)
     assert plain.stats == compiled.stats
     assert plain.classes == compiled.classes
+
+
+def test_bad_results_unknown_category(tmp_path, capsys):
+    """lvis-api drops such results silently (after they took a place in the per-image cut);
+    deteval refuses them, naming the record."""
+    err, _, r = _bad(tmp_path, capsys, _hand_gt(), [_r(10, 1, 0.5), _r(10, 5, 0.5)])
+    assert str(r) in err and "results[1]" in err and "category_id" in err
+
+
+def test_bad_not_exhaustive_unknown_category(tmp_path, capsys):
+    gt = _hand_gt()
+    gt["images"][0]["not_exhaustive_category_ids"] = ["x"]
+    err, g, _ = _bad(tmp_path, capsys, gt, [_r(10, 1, 0.5)])
+    assert "images[0] (id 10)" in err and "not_exhaustive_category_ids" in err
+
+
+def test_plain_coco_fixture_points_to_deteval_coco(capsys):
+    coco = ROOT / "fixtures" / "coco"
+    assert main(["lvis", str(coco / "instances_val.json"), str(coco / "results.json")]) == 2
+    err = capsys.readouterr().err
+    assert "instances_val.json" in err and "use `deteval coco`" in err
