@@ -713,77 +713,93 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"strings", NULL};
     PyObject *seq, *fast = NULL, *counts = NULL, *lengths = NULL, *totals_o = NULL,
              *areas_o = NULL, *result = NULL;
-    Py_ssize_t n, i, total = 0, cap = 1024;
-    uint32_t *buf = NULL;
-    int64_t *lens = NULL, *pix = NULL, *fg = NULL;
+    Py_ssize_t n, i, total = 0, chars = 0;
+    const char **text = NULL;
+    Py_ssize_t *text_len = NULL;
+    uint32_t *buf;
+    int64_t *lens, *pix, *fg;
+    (void)self;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:rle_decode", kwlist, &seq))
         return NULL;
     fast = PySequence_Fast(seq, "rle_decode: expected a sequence of bytes");
     if (!fast)
         return NULL;
     n = PySequence_Fast_GET_SIZE(fast);
-    buf = PyMem_RawMalloc(cap * sizeof(uint32_t));
-    lens = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
-    pix = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
-    fg = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
-    if (!buf || !lens || !pix || !fg) {
+    text = PyMem_RawMalloc((n ? n : 1) * sizeof(char *));
+    text_len = PyMem_RawMalloc((n ? n : 1) * sizeof(Py_ssize_t));
+    if (!text || !text_len) {
         PyErr_NoMemory();
         goto done;
     }
+    /* every count takes at least one character: the characters bound the counts */
     for (i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
-        char *s;
-        Py_ssize_t len, p = 0, m = 0;
-        int64_t sum = 0, sum_fg = 0;
+        char *bytes;
         if (PyUnicode_Check(item)) { /* a str straight from JSON: its UTF-8 bytes */
-            const char *u = PyUnicode_AsUTF8AndSize(item, &len);
-            if (u == NULL)
+            text[i] = PyUnicode_AsUTF8AndSize(item, &text_len[i]);
+            if (text[i] == NULL)
                 goto done;
-            s = (char *)u;
         }
-        else if (PyBytes_AsStringAndSize(item, &s, &len) < 0)
-            goto done;
+        else {
+            if (PyBytes_AsStringAndSize(item, &bytes, &text_len[i]) < 0)
+                goto done;
+            text[i] = bytes;
+        }
+        chars += text_len[i];
+    }
+    counts = PyByteArray_FromStringAndSize(NULL, (chars ? chars : 1) * sizeof(uint32_t));
+    lengths = PyByteArray_FromStringAndSize(NULL, n * sizeof(int64_t));
+    totals_o = PyByteArray_FromStringAndSize(NULL, n * sizeof(int64_t));
+    areas_o = PyByteArray_FromStringAndSize(NULL, n * sizeof(int64_t));
+    if (!counts || !lengths || !totals_o || !areas_o)
+        goto done;
+    buf = (uint32_t *)PyByteArray_AS_STRING(counts);
+    lens = (int64_t *)PyByteArray_AS_STRING(lengths);
+    pix = (int64_t *)PyByteArray_AS_STRING(totals_o);
+    fg = (int64_t *)PyByteArray_AS_STRING(areas_o);
+    for (i = 0; i < n; i++) {
+        const unsigned char *s = (const unsigned char *)text[i];
+        Py_ssize_t len = text_len[i], p = 0, m = 0;
+        uint32_t *run = buf + total;
+        int64_t sum = 0, sum_fg = 0;
         while (p < len) {
-            int64_t x = 0;
-            int k = 0, more = 1;
-            while (more) {
-                int c;
-                if (p >= len || k > 12) {
-                    PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: truncated count", i);
-                    goto done;
-                }
-                c = (unsigned char)s[p] - 48;
-                if (c < 0 || c > 63) {
-                    PyErr_Format(PyExc_ValueError,
-                                 "rle_decode: string %zd: character %zd is not a count digit", i,
-                                 p);
-                    goto done;
-                }
-                x |= (int64_t)(c & 0x1f) << (5 * k);
-                more = c & 0x20;
+            int64_t x;
+            int c = s[p] - 48;
+            if (c >= 0 && c < 32) {  /* one group: 0..15, or -16..-1 with bit 0x10 */
+                x = (c & 0x10) ? c - 32 : c;
                 p++;
-                k++;
-                if (!more && (c & 0x10))
-                    x |= (int64_t)(-1) * ((int64_t)1 << (5 * k));
+            } else {
+                int k = 0, more = 1;
+                x = 0;
+                while (more) {
+                    if (p >= len || k > 12) {
+                        PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: truncated count",
+                                     i);
+                        goto done;
+                    }
+                    c = s[p] - 48;
+                    if (c < 0 || c > 63) {
+                        PyErr_Format(PyExc_ValueError,
+                                     "rle_decode: string %zd: character %zd is not a count "
+                                     "digit", i, p);
+                        goto done;
+                    }
+                    x |= (int64_t)(c & 0x1f) << (5 * k);
+                    more = c & 0x20;
+                    p++;
+                    k++;
+                    if (!more && (c & 0x10))
+                        x |= (int64_t)(-1) * ((int64_t)1 << (5 * k));
+                }
             }
             if (m > 2)
-                x += (int64_t)buf[total + m - 2];
+                x += (int64_t)run[m - 2];
             if (x < 0 || x > (int64_t)UINT32_MAX) {
                 PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: run %zd is %lld", i, m,
                              (long long)x);
                 goto done;
             }
-            if (total + m >= cap) {
-                uint32_t *grown;
-                cap *= 2;
-                grown = PyMem_RawRealloc(buf, cap * sizeof(uint32_t));
-                if (!grown) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                buf = grown;
-            }
-            buf[total + m] = (uint32_t)x;
+            run[m] = (uint32_t)x;
             sum += x;
             if (m & 1)
                 sum_fg += x;
@@ -794,22 +810,17 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
         fg[i] = sum_fg;
         total += m;
     }
-    counts = PyByteArray_FromStringAndSize((const char *)buf, total * sizeof(uint32_t));
-    lengths = PyByteArray_FromStringAndSize((const char *)lens, n * sizeof(int64_t));
-    totals_o = PyByteArray_FromStringAndSize((const char *)pix, n * sizeof(int64_t));
-    areas_o = PyByteArray_FromStringAndSize((const char *)fg, n * sizeof(int64_t));
-    if (counts && lengths && totals_o && areas_o)
-        result = PyTuple_Pack(4, counts, lengths, totals_o, areas_o);
+    if (PyByteArray_Resize(counts, total * sizeof(uint32_t)) < 0)
+        goto done;
+    result = PyTuple_Pack(4, counts, lengths, totals_o, areas_o);
 done:
     Py_XDECREF(counts);
     Py_XDECREF(lengths);
     Py_XDECREF(totals_o);
     Py_XDECREF(areas_o);
     Py_XDECREF(fast);
-    PyMem_RawFree(buf);
-    PyMem_RawFree(lens);
-    PyMem_RawFree(pix);
-    PyMem_RawFree(fg);
+    PyMem_RawFree(text);
+    PyMem_RawFree(text_len);
     return result;
 }
 
@@ -1014,6 +1025,446 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------------ polygon rasterisation
+ * pycocotools' annToRLE for polygon ground truth (frPyObjects, then merge), bit for bit:
+ * the polygon is drawn at 5x resolution, every column crossing of its boundary is brought
+ * back to a pixel boundary, and the sorted crossings are the run ends. Several polygons of
+ * one object are united. Reference: pycocotools.mask (frPyObjects + merge), against which
+ * tests/test_fuzz.py checks random polygons. */
+
+/* A growable array of 32-bit values. */
+typedef struct {
+    uint32_t *v;
+    Py_ssize_t n, cap;
+} u32_array;
+
+static int
+u32_reserve(u32_array *a, Py_ssize_t need)
+{
+    if (need <= a->cap)
+        return 0;
+    {
+        Py_ssize_t cap = a->cap ? a->cap : 256;
+        uint32_t *v;
+        while (cap < need)
+            cap *= 2;
+        v = realloc(a->v, sizeof(uint32_t) * (size_t)cap);
+        if (!v) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    return 0;
+}
+
+static int
+u32_push(u32_array *a, uint32_t x)
+{
+    if (u32_reserve(a, a->n + 1) < 0)
+        return -1;
+    a->v[a->n++] = x;
+    return 0;
+}
+
+/* Scratch space reused across polygons: the 5x vertices, the pixel positions of the column
+ * crossings. */
+typedef struct {
+    int *vx, *vy;
+    Py_ssize_t vcap;
+    u32_array pos, sorted, buckets;
+} poly_scratch;
+
+/* Sort the crossing positions ascending: by bucket pos / h (at most one image column and
+ * its end), then by insertion within the few crossings of a bucket. */
+static int
+sort_positions(poly_scratch *s, uint32_t h)
+{
+    Py_ssize_t n = s->pos.n, i, nb;
+    uint32_t lo = UINT32_MAX, hi = 0, *v = s->pos.v, *out, *count;
+    if (n < 2)
+        return 0;
+    for (i = 0; i < n; i++) {
+        uint32_t key = v[i] / h;
+        if (key < lo)
+            lo = key;
+        if (key > hi)
+            hi = key;
+    }
+    nb = (Py_ssize_t)(hi - lo) + 2;
+    if (u32_reserve(&s->buckets, nb) < 0 || u32_reserve(&s->sorted, n) < 0)
+        return -1;
+    count = s->buckets.v;
+    out = s->sorted.v;
+    memset(count, 0, sizeof(uint32_t) * (size_t)nb);
+    for (i = 0; i < n; i++)
+        count[v[i] / h - lo + 1]++;
+    for (i = 1; i < nb; i++)
+        count[i] += count[i - 1];
+    for (i = 0; i < n; i++)
+        out[count[v[i] / h - lo]++] = v[i];
+    for (i = 1; i < n; i++) {
+        uint32_t x = out[i];
+        Py_ssize_t j = i;
+        while (j > 0 && out[j - 1] > x) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = x;
+    }
+    memcpy(v, out, sizeof(uint32_t) * (size_t)n);
+    return 0;
+}
+
+static int
+int_reserve(int **a, int **b, Py_ssize_t *cap, Py_ssize_t need)
+{
+    if (need <= *cap)
+        return 0;
+    {
+        Py_ssize_t c = *cap ? *cap : 256;
+        int *na, *nb;
+        while (c < need)
+            c *= 2;
+        na = realloc(*a, sizeof(int) * (size_t)c);
+        if (na)
+            *a = na;
+        nb = realloc(*b, sizeof(int) * (size_t)c);
+        if (nb)
+            *b = nb;
+        if (!na || !nb) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *cap = c;
+    }
+    return 0;
+}
+
+/* A crossing of the 5x boundary between 5x columns `col` and `col + 1`, at 5x row `row`
+ * (the upper of the two points): when the column boundary is a pixel boundary inside the
+ * image, the pixel position (column-major) from which the mask's state flips. */
+static int
+add_crossing(poly_scratch *s, int col, int row, int h, int w)
+{
+    const double scale = 5.0;
+    double cx = ((double)col + .5) / scale - .5, cy;
+    if (floor(cx) != cx || cx < 0 || cx > (double)w - 1)
+        return 0;
+    cy = ((double)row + .5) / scale - .5;
+    if (cy < 0)
+        cy = 0;
+    else if (cy > h)
+        cy = h;
+    cy = ceil(cy);
+    return u32_push(&s->pos, (uint32_t)((int)cx * h + (int)cy));
+}
+
+/* Runs (starting with background) of one polygon of k vertices xy[2k] on an h x w image,
+ * appended to `out`.
+ * The polygon is drawn on the 5x grid: each edge as the 5x pixels along its longer axis
+ * (one per step, the other coordinate rounded half up and truncated toward zero), from the
+ * endpoint with the smaller coordinate on that axis. Wherever consecutive drawn pixels change
+ * column, the boundary crosses the line between them; only lines at 5x column 5n + 2 (the
+ * pixel boundary between image columns n and n + 1, n in [0, w)) flip the mask, at the row
+ * of the upper pixel brought back to image rows. Edges along x change column at every step,
+ * so only their steps onto those lines are drawn; edges along y are walked pixel by pixel. */
+static int
+polygon_runs(const double *xy, Py_ssize_t k, int h, int w, poly_scratch *s, u32_array *out)
+{
+    const double scale = 5.0;
+    Py_ssize_t j, total;
+    uint32_t prev;
+    if (int_reserve(&s->vx, &s->vy, &s->vcap, k + 1) < 0)
+        return -1;
+    for (j = 0; j < k; j++) {
+        s->vx[j] = (int)(scale * xy[2 * j] + .5);
+        s->vy[j] = (int)(scale * xy[2 * j + 1] + .5);
+    }
+    s->vx[k] = s->vx[0];
+    s->vy[k] = s->vy[0];
+    s->pos.n = 0;
+    for (j = 0; j < k; j++) {
+        int x0 = s->vx[j], x1 = s->vx[j + 1], y0 = s->vy[j], y1 = s->vy[j + 1];
+        int dx = abs(x1 - x0), dy = abs(y1 - y0), t;
+        if (dx >= dy) {
+            double slope;
+            int col;
+            if (!dx)
+                continue;  /* a repeated vertex: no column change */
+            if (x0 > x1) {
+                t = x0; x0 = x1; x1 = t;
+                t = y0; y0 = y1; y1 = t;
+            }
+            slope = (double)(y1 - y0) / dx;
+            /* steps col -> col + 1 for col in [x0, x1); the first col = 2 (mod 5) */
+            col = x0 + ((2 - x0) % 5 + 5) % 5;
+            for (; col < x1; col += 5) {
+                int ta = col - x0;
+                int ra = (int)(y0 + slope * ta + .5), rb = (int)(y0 + slope * (ta + 1) + .5);
+                if (add_crossing(s, col, ra < rb ? ra : rb, h, w) < 0)
+                    return -1;
+            }
+        } else {
+            double slope;
+            int c, lo, hi, up;
+            if (y0 > y1) {
+                t = x0; x0 = x1; x1 = t;
+                t = y0; y0 = y1; y1 = t;
+            }
+            if (x0 == x1)
+                continue;  /* a vertical edge: no column change */
+            slope = (double)(x1 - x0) / dy;
+            up = x1 > x0;
+            lo = up ? x0 : x1;
+            hi = up ? x1 : x0;
+            /* the column moves by at most one per step, monotonically (columns below 2,
+             * where truncation toward zero bends it, never flip the mask): find the step
+             * onto or off each line 5n + 2 by a guess from the slope, corrected with the
+             * drawing's own arithmetic */
+            c = lo > 2 ? lo + ((2 - lo) % 5 + 5) % 5 : 2;
+            for (; c < hi; c += 5) {
+                /* the first t with col(t) past c: >= c + 1 going up, <= c going down */
+                double guess = up ? (c + .5 - x0) / slope : (x0 - .5 - c) / -slope;
+                int target = up ? c + 1 : c;
+                t = guess < 1 ? 1 : guess > dy ? dy : (int)ceil(guess);
+                if (up) {
+                    while (t > 1 && (int)(x0 + slope * (t - 1) + .5) >= target)
+                        t--;
+                    while (t <= dy && (int)(x0 + slope * t + .5) < target)
+                        t++;
+                } else {
+                    while (t > 1 && (int)(x0 + slope * (t - 1) + .5) <= target)
+                        t--;
+                    while (t <= dy && (int)(x0 + slope * t + .5) > target)
+                        t++;
+                }
+                if (t <= dy && add_crossing(s, c, y0 + t - 1, h, w) < 0)
+                    return -1;
+            }
+        }
+    }
+    /* the image's end, after every crossing (each is at most h * w) */
+    if (sort_positions(s, (uint32_t)h) < 0 || u32_push(&s->pos, (uint32_t)h * (uint32_t)w) < 0)
+        return -1;
+    total = s->pos.n;
+    /* run lengths between flips; two flips at one place cancel (a zero run joins its
+     * neighbours) */
+    if (u32_reserve(out, out->n + total) < 0)
+        return -1;
+    prev = 0;
+    for (j = 0; j < total; j++) {
+        uint32_t at = s->pos.v[j];
+        s->pos.v[j] = at - prev;
+        prev = at;
+    }
+    out->v[out->n++] = s->pos.v[0];
+    for (j = 1; j < total;) {
+        if (s->pos.v[j] > 0)
+            out->v[out->n++] = s->pos.v[j++];
+        else if (++j < total)
+            out->v[out->n - 1] += s->pos.v[j++];
+    }
+    return 0;
+}
+
+/* Union of masks a and b (runs of the same image), as maximal runs starting with
+ * background, appended to `out`. */
+static int
+runs_union(const uint32_t *a, Py_ssize_t na, const uint32_t *b, Py_ssize_t nb, u32_array *out)
+{
+    run_cursor ca, cb;
+    int value = 0;
+    uint64_t run = 0;
+    cursor_at(&ca, a, na, 0);
+    cursor_at(&cb, b, nb, 0);
+    while (ca.left && cb.left) {
+        uint64_t step = ca.left < cb.left ? ca.left : cb.left;
+        int v = (ca.i & 1) || (cb.i & 1);
+        if (v != value) {
+            if (u32_push(out, (uint32_t)run) < 0)
+                return -1;
+            run = 0;
+            value = v;
+        }
+        run += step;
+        cursor_advance(&ca, step);
+        cursor_advance(&cb, step);
+    }
+    return u32_push(out, (uint32_t)run);
+}
+
+/* The coordinates of one polygon as doubles (into *xy, grown as needed); -1 with ValueError
+ * when it is not a list of an even number (>= 6) of finite numbers, OverflowError when a
+ * coordinate is too large to draw exactly in 32-bit integers. */
+static Py_ssize_t
+polygon_coordinates(PyObject *poly, double **xy, Py_ssize_t *cap, Py_ssize_t obj)
+{
+    Py_ssize_t n, i;
+    if (!PyList_Check(poly)) {
+        PyErr_Format(PyExc_ValueError, "object %zd: a polygon is not a list", obj);
+        return -1;
+    }
+    n = PyList_GET_SIZE(poly);
+    if (n % 2 || n < 6) {
+        PyErr_Format(PyExc_ValueError, "object %zd: a polygon of %zd coordinates", obj, n);
+        return -1;
+    }
+    if (n > *cap) {
+        double *v = realloc(*xy, sizeof(double) * (size_t)n);
+        if (!v) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *xy = v;
+        *cap = n;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(poly, i);
+        double v;
+        if (!PyFloat_Check(item) && !PyLong_Check(item)) {
+            PyErr_Format(PyExc_ValueError, "object %zd: a coordinate is not a number", obj);
+            return -1;
+        }
+        v = PyFloat_AsDouble(item);
+        if (v == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "object %zd: a coordinate is out of range", obj);
+            return -1;
+        }
+        if (!isfinite(v)) {
+            PyErr_Format(PyExc_ValueError, "object %zd: a coordinate is not finite", obj);
+            return -1;
+        }
+        if (fabs(v) > 1e8) {
+            PyErr_Format(PyExc_OverflowError, "object %zd: a coordinate is out of range", obj);
+            return -1;
+        }
+        (*xy)[i] = v;
+    }
+    return n / 2;
+}
+
+/* rle_from_polygons(objects, heights, widths)
+ *   -> (counts: bytearray of uint32 runs, lengths, areas: bytearrays of int64 per object)
+ * objects[i]: a non-empty list of polygons, each a list of x1, y1, x2, y2, ... numbers;
+ * heights/widths: int64 image size of each object. ValueError naming the object for a
+ * malformed polygon; OverflowError when a coordinate or an image is too large for the
+ * exact 32-bit drawing (the caller then uses pycocotools itself). */
+static PyObject *
+rle_from_polygons(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"objects", "heights", "widths", NULL};
+    PyObject *seq, *fast = NULL, *oh, *ow, *counts = NULL, *lengths = NULL, *areas = NULL,
+             *result = NULL;
+    Py_buffer bh, bw;
+    Py_ssize_t n = -1, nw, i, j, xycap = 0;
+    const int64_t *hs, *ws;
+    double *xy = NULL;
+    poly_scratch s;
+    u32_array all = {NULL, 0, 0}, one = {NULL, 0, 0}, acc = {NULL, 0, 0};
+    int64_t *lens, *fg;
+    (void)self;
+    memset(&s, 0, sizeof s);
+    memset(&bh, 0, sizeof bh);
+    memset(&bw, 0, sizeof bw);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:rle_from_polygons", kwlist, &seq, &oh,
+                                     &ow))
+        return NULL;
+    fast = PySequence_Fast(seq, "rle_from_polygons: expected a sequence of objects");
+    if (!fast)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(fast);
+    nw = n;
+    if (get_buf(oh, &bh, 8, &n, "heights") < 0 || get_buf(ow, &bw, 8, &nw, "widths") < 0)
+        goto done;
+    hs = bh.buf;
+    ws = bw.buf;
+    lengths = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    areas = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (!lengths || !areas)
+        goto done;
+    lens = (int64_t *)PyByteArray_AS_STRING(lengths);
+    fg = (int64_t *)PyByteArray_AS_STRING(areas);
+    for (i = 0; i < n; i++) {
+        PyObject *obj = PySequence_Fast_GET_ITEM(fast, i);
+        Py_ssize_t parts, start = all.n, r;
+        int64_t h = hs[i], w = ws[i], area = 0;
+        if (h < 1 || w < 1 || h > 0x7fffffff / w) {
+            PyErr_Format(PyExc_OverflowError, "object %zd: image size %lld x %lld", i,
+                         (long long)h, (long long)w);
+            goto done;
+        }
+        if (!PyList_Check(obj) || !(parts = PyList_GET_SIZE(obj))) {
+            PyErr_Format(PyExc_ValueError, "object %zd: not a non-empty list of polygons", i);
+            goto done;
+        }
+        for (j = 0; j < parts; j++) {
+            Py_ssize_t k = polygon_coordinates(PyList_GET_ITEM(obj, j), &xy, &xycap, i);
+            if (k < 0)
+                goto done;
+            if (parts == 1) {
+                if (polygon_runs(xy, k, (int)h, (int)w, &s, &all) < 0)
+                    goto done;
+                break;
+            }
+            one.n = 0;
+            if (polygon_runs(xy, k, (int)h, (int)w, &s, &one) < 0)
+                goto done;
+            if (j == 0) {
+                if (u32_reserve(&acc, one.n) < 0)
+                    goto done;
+                memcpy(acc.v, one.v, sizeof(uint32_t) * (size_t)one.n);
+                acc.n = one.n;
+            } else {
+                /* acc | one, through `all`'s tail, then back into acc */
+                Py_ssize_t mark = all.n;
+                if (runs_union(acc.v, acc.n, one.v, one.n, &all) < 0 ||
+                    u32_reserve(&acc, all.n - mark) < 0)
+                    goto done;
+                memcpy(acc.v, all.v + mark, sizeof(uint32_t) * (size_t)(all.n - mark));
+                acc.n = all.n - mark;
+                all.n = mark;
+            }
+        }
+        if (parts > 1) {
+            if (u32_reserve(&all, all.n + acc.n) < 0)
+                goto done;
+            memcpy(all.v + all.n, acc.v, sizeof(uint32_t) * (size_t)acc.n);
+            all.n += acc.n;
+        }
+        for (r = start + 1; r < all.n; r += 2)
+            area += all.v[r];
+        lens[i] = all.n - start;
+        fg[i] = area;
+    }
+    counts = PyByteArray_FromStringAndSize((const char *)all.v,
+                                           all.n * (Py_ssize_t)sizeof(uint32_t));
+    if (!counts)
+        goto done;
+    result = PyTuple_Pack(3, counts, lengths, areas);
+done:
+    Py_XDECREF(counts);
+    Py_XDECREF(lengths);
+    Py_XDECREF(areas);
+    Py_XDECREF(fast);
+    if (bh.obj)
+        PyBuffer_Release(&bh);
+    if (bw.obj)
+        PyBuffer_Release(&bw);
+    free(xy);
+    free(s.vx);
+    free(s.vy);
+    free(s.sorted.v);
+    free(s.buckets.v);
+    free(s.pos.v);
+    free(all.v);
+    free(one.v);
+    free(acc.v);
+    return result;
+}
+
 /* ----------------------------------------------------------------- keypoint OKS terms */
 
 /* argument positions of oks_terms */
@@ -1169,6 +1620,10 @@ static PyMethodDef methods[] = {
     {"rle_iou", (PyCFunction)(void (*)(void))rle_iou, METH_VARARGS | METH_KEYWORDS,
      "rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, areas_b, pair_a, pair_b, crowd_b)\n"
      "-> bytearray of float64: pycocotools' rleIou for each (a, b) pair of masks."},
+    {"rle_from_polygons", (PyCFunction)(void (*)(void))rle_from_polygons,
+     METH_VARARGS | METH_KEYWORDS,
+     "rle_from_polygons(objects, heights, widths) -> (counts, lengths, areas): pycocotools'\n"
+     "frPyObjects + merge of each object's polygons, as uint32 runs."},
     {"oks_terms", (PyCFunction)(void (*)(void))oks_terms, METH_VARARGS | METH_KEYWORDS,
      "oks_terms(det_x, det_y, gt_x, gt_y, gt_visible, gt_box, gt_area_eps, pair_det, pair_gt,\n"
      "variances) -> (neg_e, counts): computeOks' exponents per pair, left-aligned."},

@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "evaluation of object detections.")
     p.add_argument("--version", action=_VersionAction, nargs=0,
                    help="show the version, whether the compiled fast path is in use, and exit")
-    sub = p.add_subparsers(dest="command", metavar="{voc,coco,lvis,compare}")
+    sub = p.add_subparsers(dest="command", metavar="{voc,coco,lvis,compare,plot}")
     sub.required = True
 
     v = sub.add_parser("voc", help="PASCAL VOC evaluation (devkit semantics)",
@@ -107,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="evaluate on a Dask cluster (local:N or tcp://host:8786); DETECTIONS "
                         "may then be a glob pattern of shard folders. Needs deteval[dask]")
     v.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    _add_html_option(v)
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics: bbox, segm, "
                                     "keypoints)",
@@ -141,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--partitions", type=int, metavar="N",
                    help="with --dask: image partitions (default twice the workers)")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    _add_html_option(c)
 
     _lvis_parser(sub)
 
@@ -154,6 +156,9 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--metrics", metavar="NAME,...",
                    help="figures to check (default: mAP for VOC, every stat for COCO)")
     k.add_argument("--per-class", action="store_true", help="also compare every class")
+    k.add_argument("--html", metavar="PATH", help="also write the comparison as one "
+                   "self-contained HTML page (verdict, per-class deltas, regressions first)")
+    _add_plot_parser(sub)
     return p
 
 
@@ -179,21 +184,129 @@ def _lvis_parser(sub) -> None:
                          f"{LVIS_MAX_DETS_PER_CLASS})")
     lv.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for "
                     "standard output, the tables then go to standard error)")
+    lv.set_defaults(html=None)  # no HTML page for LVIS reports yet
+
+
+# --------------------------------------------------------------- HTML page and plots (#15)
+
+def _add_html_option(sub_parser) -> None:
+    sub_parser.add_argument("--html", metavar="PATH",
+                            help="also write one self-contained HTML page of the report "
+                                 "(tables, curves, diagnostics; no network needed to view)")
+
+
+def _add_plot_parser(sub) -> None:
+    g = sub.add_parser("plot", help="write the report's figures as image files (matplotlib)",
+                       description="Write the figures of a JSON report (precision-recall "
+                                   "curves, AP by class, TIDE, confusion) as files for a "
+                                   "paper. Needs deteval[plot].")
+    g.add_argument("report", metavar="REPORT.json")
+    g.add_argument("--out", metavar="DIR", required=True,
+                   help="folder for the figures (created if missing, its parent must exist)")
+    g.add_argument("--format", choices=("png", "svg", "pdf"), default="png",
+                   help="file format (default png)")
+
+
+def _now_utc() -> str:
+    from datetime import datetime, timezone
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _check_html_path(args) -> None:
+    """Refuse an unusable ``--html`` before any work (and before ``--json`` is written)."""
+    import os
+    path = getattr(args, "html", None)
+    if not path:
+        return
+    if path == STDOUT:
+        if getattr(args, "json", None) == STDOUT:
+            raise InputError("Expected at most one of `--json` and `--html` to be - (standard "
+                             "output) but got both")
+        return
+    if os.path.isdir(path):
+        raise InputError(expected("--html", "a writable file path", f"{path} (a folder)"))
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(expected("--html", "a file path in an existing folder",
+                                  f"{path} (no folder {folder})"))
+
+
+def _html_implies_diagnostics(args) -> None:
+    """``--html`` asks for every diagnostic the page shows that the command offers."""
+    if getattr(args, "html", None):
+        from .html import diagnostics_for_html
+        for name in diagnostics_for_html(args.command, getattr(args, "iou_type", "bbox")):
+            if hasattr(args, name) and not getattr(args, name):
+                setattr(args, name, True)
+
+
+def _write_html_report(args, report, extra: Optional[dict] = None) -> None:
+    from . import html
+    data = report.to_dict()
+    for key, value in (extra or {}).items():
+        data.setdefault(key, value)
+    if "curves" not in data and getattr(report, "precision", None) is not None:
+        areas = list((data.get("params") or {}).get("area_ranges") or {})
+        if "all" in areas:
+            curves = html.coco_curves(report.precision, data["params"]["iou_thresholds"],
+                                      [c["name"] for c in data["classes"]],
+                                      area_index=areas.index("all"))
+            if curves is not None:
+                data["curves"] = curves
+    write_output(args.html, html.render_report(data, generated_at=_now_utc()), what="--html")
+
+
+def _write_html_comparison(args, result) -> None:
+    import os
+    from . import html
+    from .compare import load_report
+    page = html.render_comparison(load_report(args.baseline), load_report(args.candidate),
+                                  result, names=(os.path.basename(args.baseline),
+                                                 os.path.basename(args.candidate)),
+                                  generated_at=_now_utc())
+    write_output(args.html, page, what="--html")
+
+
+def _run_plot(args) -> int:
+    from .compare import load_report
+    from .plot import write_figures
+    report = load_report(args.report)
+    progress = None
+    if sys.stderr.isatty():
+        try:
+            from tqdm import tqdm
+            progress = lambda it, total: tqdm(it, total=total, desc="figures",  # noqa: E731
+                                              file=sys.stderr, leave=False)
+        except ImportError:
+            pass
+    written = write_figures(report, args.out, args.format, progress=progress)
+    for path in written:
+        print(path)
+    return 0
+
+
+def _run_lvis(args):
+    from .lvis import evaluate_lvis
+    if args.fixed and args.max_dets is not None:
+        raise InputError(expected("--max-dets", "left out with --fixed (fixed AP has no "
+                                  "per-image cap; see --max-dets-per-class)",
+                                  args.max_dets))
+    if not args.fixed and args.max_dets_per_class is not None:
+        raise InputError(expected("--max-dets-per-class", "given only with --fixed",
+                                  args.max_dets_per_class))
+    return evaluate_lvis(args.ground_truth, args.results, iou_type=args.iou_type,
+                         max_dets=args.max_dets, fixed=args.fixed,
+                         max_dets_per_class=args.max_dets_per_class)
 
 
 def _run(args) -> int:
+    _check_html_path(args)
+    _html_implies_diagnostics(args)
+    html_extra = None
+    if args.command == "plot":
+        return _run_plot(args)
     if args.command == "lvis":
-        from .lvis import evaluate_lvis
-        if args.fixed and args.max_dets is not None:
-            raise InputError(expected("--max-dets", "left out with --fixed (fixed AP has no "
-                                      "per-image cap; see --max-dets-per-class)",
-                                      args.max_dets))
-        if not args.fixed and args.max_dets_per_class is not None:
-            raise InputError(expected("--max-dets-per-class", "given only with --fixed",
-                                      args.max_dets_per_class))
-        report = evaluate_lvis(args.ground_truth, args.results, iou_type=args.iou_type,
-                               max_dets=args.max_dets, fixed=args.fixed,
-                               max_dets_per_class=args.max_dets_per_class)
+        report = _run_lvis(args)
     elif args.command == "voc":
         from .evaluate import evaluate_voc
         classes = None
@@ -209,6 +322,9 @@ def _run(args) -> int:
                                                   client=client, **kw)
             finally:
                 distributed.disconnect(client)
+        elif args.html:  # the page's curves need the match records
+            from .html import evaluate_voc_for_page
+            report, html_extra = evaluate_voc_for_page(args.annotations, args.detections, **kw)
         else:
             report = evaluate_voc(args.annotations, args.detections, **kw)
     elif args.command == "coco":
@@ -247,12 +363,17 @@ def _run(args) -> int:
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,
                                metrics=args.metrics.split(",") if args.metrics else None,
                                per_class=args.per_class)
+        if args.html:
+            _write_html_comparison(args, result)
         print(result.format_table())
         return 0 if result.passed else 1
     if args.json:
         write_json(args.json, report.to_dict())
+    if args.html:
+        _write_html_report(args, report, html_extra)
     # with --json -, standard output carries the JSON report alone
-    print(report.format_table(), file=sys.stderr if args.json == STDOUT else sys.stdout)
+    print(report.format_table(), file=sys.stderr if STDOUT in (args.json, args.html)
+          else sys.stdout)
     return 0
 
 
