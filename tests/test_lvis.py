@@ -376,3 +376,22 @@ def test_plain_coco_fixture_points_to_deteval_coco(capsys):
     assert main(["lvis", str(coco / "instances_val.json"), str(coco / "results.json")]) == 2
     err = capsys.readouterr().err
     assert "instances_val.json" in err and "use `deteval coco`" in err
+
+
+def test_compare_lvis_reports(tmp_path, capsys):
+    """`deteval compare` gates LVIS reports like COCO ones (stats by name, per class by id)."""
+    gt, res = generate_lvis_case(5)
+    g, r = _write(tmp_path, gt, res)
+    # every third result moved off its object: TPs become FPs, nothing improves
+    worse = [dict(x, bbox=[x["bbox"][0] + (900 if i % 3 == 0 else 0)] + x["bbox"][1:])
+             for i, x in enumerate(res)]
+    w = tmp_path / "worse.json"
+    w.write_text(json.dumps(worse))
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["lvis", str(g), str(r), "--json", str(a)]) == 0
+    assert main(["lvis", str(g), str(w), "--json", str(b)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(a), str(a), "--per-class"]) == 0
+    assert main(["compare", str(a), str(b), "--metrics", "AP,APr"]) == 1
+    out = capsys.readouterr().out
+    assert "APr" in out
