@@ -1,7 +1,7 @@
 """Seeded random LVIS cases and the lvis-api 0.5.3 oracle for the differential tests.
 
 ``generate_lvis_case(seed, ...)`` builds a small federated ground truth (positive,
-negative and not-exhaustive categories per image, ``ignore`` flags, area-0 objects,
+negative and not-exhaustive categories per image, ``ignore`` flags, ``iscrowd`` flags (unread by lvis-api), area-0 objects,
 annotation ``area`` fields that differ from the box) and a results list that mixes results
 on positive, negative, not-exhaustive and unverified categories, with tied scores and more
 results on some images than the per-image cap. ``lvis_api_figures`` runs lvis-api (with
@@ -82,6 +82,8 @@ def generate_lvis_case(seed: int, num_images: int = 12, num_cats: int = 25,
                     a["area"] = 0.0  # dropped by lvis-api's get_ann_ids (area > 0)
                 elif r < 0.1:
                     a["ignore"] = 1
+                elif r < 0.14:
+                    a["iscrowd"] = 1  # lvis-api never reads iscrowd: an ordinary object
                 if segm:
                     x, y, w, h = b
                     a["segmentation"] = [[x, y, x + w, y, x + w * 0.8, y + h, x, y + h * 0.7]]

@@ -62,7 +62,7 @@ def test_parity_random(seed, max_dets):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(6, 60))
+@pytest.mark.parametrize("seed", range(6, 306))
 def test_parity_random_sweep(seed):
     lvis_api()
     gt, res = generate_lvis_case(seed, num_images=8 + seed % 9, num_cats=10 + seed % 30,
@@ -124,7 +124,7 @@ def test_parity_segm(with_box):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", range(60))
 def test_parity_sweep_fixed_and_segm(seed):
     lvis_api()
     gt, res = generate_lvis_case(400 + seed)
