@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "evaluation of object detections.")
     p.add_argument("--version", action=_VersionAction, nargs=0,
                    help="show the version, whether the compiled fast path is in use, and exit")
-    sub = p.add_subparsers(dest="command", metavar="{voc,coco,lvis,compare,plot}")
+    sub = p.add_subparsers(dest="command", metavar="{voc,coco,lvis,compare,plot,convert}")
     sub.required = True
 
     v = sub.add_parser("voc", help="PASCAL VOC evaluation (devkit semantics)",
@@ -113,8 +113,15 @@ def _parser() -> argparse.ArgumentParser:
                                     "keypoints)",
                        description="COCO evaluation: the standard figures and per-class "
                                    "figures, as pycocotools COCOeval.")
-    c.add_argument("ground_truth", metavar="GROUND_TRUTH.json")
-    c.add_argument("results", metavar="RESULTS.json")
+    c.add_argument("ground_truth", metavar="GROUND_TRUTH",
+                   help="COCO JSON, YOLO data.yaml (or its folder), LabelMe folder, CVAT for "
+                        "images XML or VOC folder (detected from the content)")
+    c.add_argument("results", metavar="RESULTS",
+                   help="COCO results JSON, folder of YOLO prediction .txt files or folder "
+                        "of VOC comp4_det_*_<class>.txt files")
+    c.add_argument("--split", metavar="NAME", help="YOLO dataset: the split (default val)")
+    c.add_argument("--classes", metavar="FILE", help="LabelMe / CVAT / VOC ground truth: "
+                   "the class order (one name per line; ids 1..K)")
     thr = params.COCO_IOU_THRESHOLDS
     c.add_argument("--iou-thresholds", metavar="T,...",
                    help=f"IoU thresholds (default {thr[0]:.2f}:{thr[1] - thr[0]:.2f}:{thr[-1]:.2f})")
@@ -159,6 +166,16 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--html", metavar="PATH", help="also write the comparison as one "
                    "self-contained HTML page (verdict, per-class deltas, regressions first)")
     _add_plot_parser(sub)
+
+    v = sub.add_parser("convert", help="convert a dataset between COCO, YOLO and VOC",
+                       description="Convert ground truth of any readable format (detected) "
+                                   "without rounding; says what the target cannot hold.")
+    v.add_argument("source", metavar="SOURCE")
+    v.add_argument("--to", required=True, choices=("coco", "yolo", "voc"),
+                   dest="target")
+    v.add_argument("out", metavar="OUT", help="a .json file (coco) or a new folder")
+    v.add_argument("--classes", metavar="FILE", help="class order (LabelMe / CVAT / VOC)")
+    v.add_argument("--split", metavar="NAME", help="YOLO source: the split (default val)")
     return p
 
 
@@ -337,6 +354,9 @@ def _run(args) -> int:
                                       args.oks_sigmas))
         sigmas = _float_list(args.oks_sigmas, "--oks-sigmas") if args.oks_sigmas else None
         if args.dask:
+            if args.split is not None or args.classes is not None:
+                raise InputError("Expected `--dask` with COCO JSON inputs (--split and "
+                                 "--classes are for other formats)")
             if args.class_agnostic or args.iou_type != "bbox":
                 raise InputError("Expected `--dask` with bbox evaluation (--class-agnostic, "
                                  "segm and keypoints are not supported on a cluster yet)")
@@ -354,10 +374,29 @@ def _run(args) -> int:
         else:
             if args.partitions is not None:
                 raise InputError("Expected `--partitions` only with `--dask` but got it alone")
-            report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
+            from .io.detect import load_pair  # other formats: detected, read as COCO tables
+            pair = load_pair(args.ground_truth, args.results, split=args.split,
+                             classes_file=args.classes)
+            gt_in, res_in = args.ground_truth, args.results
+            if pair is not None:
+                if args.iou_type != "bbox":
+                    raise InputError(expected("--iou-type", "bbox with non-COCO inputs",
+                                              args.iou_type))
+                gt_in, res_in, warnings = pair
+                for w in warnings:
+                    print(f"deteval: warning: {w}", file=sys.stderr)
+            report = evaluate_coco(gt_in, res_in, iou_thresholds=thr,
                                    area_ranges=areas, max_dets=md,
                                    class_agnostic=args.class_agnostic,
                                    iou_type=args.iou_type, oks_sigmas=sigmas)
+    elif args.command == "convert":
+        from .convert import convert
+        notes = convert(args.source, args.target, args.out, classes_file=args.classes,
+                        split=args.split)
+        for n in notes:
+            print(f"deteval: note: {n}", file=sys.stderr)
+        print(f"wrote {args.out} ({args.target})")
+        return 0
     else:
         from .compare import compare_reports
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,
