@@ -11,17 +11,18 @@ _LAZY = {
     "evaluate_voc": "evaluate", "evaluate_coco": "evaluate",
     "MeanAveragePrecision": "metric", "MetricInputError": "metric",
     "compare_reports": "compare",
+    "evaluate_lvis": "lvis", "LvisReport": "lvis",
     "VocReport": "report", "CocoReport": "report",
     "GroundTruth": "tables", "Detections": "tables",
     "precision_recall_at_k": "ap", "average_precision_raw": "ap", "fbeta_score": "ap",
 }
 _SUBMODULES = {"io", "testing", "evaluate", "metric", "compare", "report", "tables", "ap",
-               "match", "cli", "errors"}
+               "match", "cli", "errors", "lvis"}
 
 __all__ = ["__version__", "InputError", "evaluate_voc", "evaluate_coco", "VocReport",
            "CocoReport", "MeanAveragePrecision", "MetricInputError", "compare_reports",
            "testing", "io", "GroundTruth", "Detections", "precision_recall_at_k",
-           "average_precision_raw", "fbeta_score"]
+           "average_precision_raw", "fbeta_score", "evaluate_lvis", "LvisReport"]
 
 
 def __getattr__(name):

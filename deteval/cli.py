@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "evaluation of object detections.")
     p.add_argument("--version", action=_VersionAction, nargs=0,
                    help="show the version, whether the compiled fast path is in use, and exit")
-    sub = p.add_subparsers(dest="command", metavar="{voc,coco,compare,plot,convert}")
+    sub = p.add_subparsers(dest="command", metavar="{voc,coco,lvis,compare,plot,convert}")
     sub.required = True
 
     v = sub.add_parser("voc", help="PASCAL VOC evaluation (devkit semantics)",
@@ -158,6 +158,8 @@ def _parser() -> argparse.ArgumentParser:
                         "Miss dAPs and counts; bbox only): report key `tide`")
     _add_html_option(c)
 
+    _lvis_parser(sub)
+
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
                        description="Compare two reports; exit 1 if a figure dropped by more "
                                    "than --max-drop.")
@@ -182,6 +184,31 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--classes", metavar="FILE", help="class order (LabelMe / CVAT / VOC)")
     v.add_argument("--split", metavar="NAME", help="YOLO source: the split (default val)")
     return p
+
+
+def _lvis_parser(sub) -> None:
+    from .lvis import LVIS_IOU_TYPES, LVIS_MAX_DETS, LVIS_MAX_DETS_PER_CLASS
+    lv = sub.add_parser("lvis", help="LVIS federated evaluation (lvis-api semantics), or "
+                                     "Fixed AP",
+                        description="LVIS evaluation: AP, APr/APc/APf, AR and per-class AP, "
+                                    "as lvis-api 0.5.3 LVISEval; --fixed: the fixed-AP "
+                                    "protocol (Dave et al. 2021).")
+    lv.add_argument("ground_truth", metavar="GROUND_TRUTH.json")
+    lv.add_argument("results", metavar="RESULTS.json")
+    lv.add_argument("--iou-type", choices=LVIS_IOU_TYPES, default="bbox",
+                    help="bbox (default) or segm (masks)")
+    lv.add_argument("--max-dets", type=int, metavar="N",
+                    help=f"results kept per image, highest scores first (default "
+                         f"{LVIS_MAX_DETS}); not with --fixed")
+    lv.add_argument("--fixed", action="store_true",
+                    help="fixed AP: no per-image cap, at most --max-dets-per-class results "
+                         "per category over the dataset")
+    lv.add_argument("--max-dets-per-class", type=int, metavar="N",
+                    help=f"with --fixed: results kept per category (default "
+                         f"{LVIS_MAX_DETS_PER_CLASS})")
+    lv.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for "
+                    "standard output, the tables then go to standard error)")
+    lv.set_defaults(html=None)  # no HTML page for LVIS reports yet
 
 
 # --------------------------------------------------------------- HTML page and plots (#15)
@@ -285,6 +312,20 @@ def _run_plot(args) -> int:
     return 0
 
 
+def _run_lvis(args):
+    from .lvis import evaluate_lvis
+    if args.fixed and args.max_dets is not None:
+        raise InputError(expected("--max-dets", "left out with --fixed (fixed AP has no "
+                                  "per-image cap; see --max-dets-per-class)",
+                                  args.max_dets))
+    if not args.fixed and args.max_dets_per_class is not None:
+        raise InputError(expected("--max-dets-per-class", "given only with --fixed",
+                                  args.max_dets_per_class))
+    return evaluate_lvis(args.ground_truth, args.results, iou_type=args.iou_type,
+                         max_dets=args.max_dets, fixed=args.fixed,
+                         max_dets_per_class=args.max_dets_per_class)
+
+
 def _run(args) -> int:
     _check_html_path(args)
     if args.command == "plot":
@@ -297,7 +338,9 @@ def _run(args) -> int:
     stages = diag.stages if diag is not None and diag.needs_records else None
     if args.command == "voc" and getattr(args, "html", None) and not args.dask:
         stages = stages if stages is not None else {}  # the page's curves: the match records
-    if args.command == "voc":
+    if args.command == "lvis":
+        report = _run_lvis(args)
+    elif args.command == "voc":
         if args.tide:
             raise InputError("Expected `--tide` only with `deteval coco` (TIDE is defined on "
                              "COCO files) but got it with `deteval voc`")

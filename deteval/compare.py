@@ -102,8 +102,8 @@ def _check_report(data: Any, source) -> None:
     def bad(what: str, wanted: str, found) -> InputError:
         return InputError(expected(what, wanted, found), source)
 
-    if not isinstance(data, dict) or data.get("protocol") not in ("voc", "coco"):
-        raise bad("report", "a JSON report written by `deteval voc|coco --json`",
+    if not isinstance(data, dict) or data.get("protocol") not in ("voc", "coco", "lvis"):
+        raise bad("report", "a JSON report written by `deteval voc|coco|lvis --json`",
                   type(data).__name__ if not isinstance(data, dict)
                   else f"an object with protocol {data.get('protocol')!r}")
     if data["protocol"] == "voc":
@@ -120,7 +120,7 @@ def _check_report(data: Any, source) -> None:
         raise bad("classes", "a list of objects", classes)
     for c in classes:
         values = [c.get(figure_key)] if figure_key else [
-            v for k, v in c.items() if k not in ("id", "name")]
+            v for k, v in c.items() if k not in ("id", "name", "frequency")]
         if not all(_is_figure(v) for v in values):
             raise bad("classes", "per-class figures that are numbers or nulls", c)
 
