@@ -1,0 +1,335 @@
+"""``pycocotools.cocoeval.COCOeval`` for the drop-in, over deteval's engine.
+
+``evaluate()`` matches with :func:`deteval.match.match_coco` (the compiled walk for boxes,
+mask IoU and OKS from :mod:`deteval.masks` / :mod:`deteval.keypoints`); ``accumulate()``
+is :func:`deteval.ap.coco_accumulate`; ``summarize()`` prints pycocotools' twelve (ten for
+keypoints) lines. ``evalImgs`` and ``ious`` are rebuilt from the columns when first read.
+The arrays are pycocotools' bit for bit, with its -1 for undefined entries (this is the
+compatibility layer: its conventions rule here).
+
+References
+----------
+.. [1] pycocotools ``cocoeval.py`` (2.0.x): ``evaluate``, ``evaluateImg``, ``accumulate``,
+   ``summarize``, ``Params``. https://github.com/cocodataset/cocoapi
+"""
+from __future__ import annotations
+
+import copy
+import datetime
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from ..ap import coco_accumulate
+from ..match import CocoMatches
+from . import _engine
+
+__all__ = ["COCOeval", "Params"]
+
+
+class Params:
+    """Evaluation parameters, as pycocotools' ``Params`` (edit them before ``evaluate()``).
+
+    Attributes
+    ----------
+    imgIds, catIds : list
+        Images and categories evaluated (default: all of the ground truth, sorted).
+    iouThrs : ndarray, shape (T,)
+        ``0.50:0.05:0.95``.
+    recThrs : ndarray, shape (R,)
+        ``0:0.01:1``.
+    maxDets : list of int
+        ``[1, 10, 100]`` (keypoints ``[20]``).
+    areaRng : list of [lo, hi]; areaRngLbl : list of str
+        all / small / medium / large (keypoints: all / medium / large).
+    useCats : int
+        1: per category; 0: categories ignored (class-agnostic).
+    kpt_oks_sigmas : ndarray, shape (17,)
+        Keypoints only.
+    """
+
+    def setDetParams(self):
+        self.imgIds = []
+        self.catIds = []
+        self.iouThrs = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1, endpoint=True)
+        self.recThrs = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1, endpoint=True)
+        self.maxDets = [1, 10, 100]
+        self.areaRng = [[0 ** 2, 1e5 ** 2], [0 ** 2, 32 ** 2], [32 ** 2, 96 ** 2],
+                        [96 ** 2, 1e5 ** 2]]
+        self.areaRngLbl = ["all", "small", "medium", "large"]
+        self.useCats = 1
+
+    def setKpParams(self):
+        self.imgIds = []
+        self.catIds = []
+        self.iouThrs = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1, endpoint=True)
+        self.recThrs = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1, endpoint=True)
+        self.maxDets = [20]
+        self.areaRng = [[0 ** 2, 1e5 ** 2], [32 ** 2, 96 ** 2], [96 ** 2, 1e5 ** 2]]
+        self.areaRngLbl = ["all", "medium", "large"]
+        self.useCats = 1
+        self.kpt_oks_sigmas = np.array([.26, .25, .25, .35, .35, .79, .79, .72, .72, .62, .62,
+                                        1.07, 1.07, .87, .87, .89, .89]) / 10.0
+
+    def __init__(self, iouType="segm"):
+        if iouType == "segm" or iouType == "bbox":
+            self.setDetParams()
+        elif iouType == "keypoints":
+            self.setKpParams()
+        else:
+            raise Exception("iouType not supported")
+        self.iouType = iouType
+        self.useSegm = None  # deprecated, as in pycocotools
+
+
+class COCOeval:
+    """pycocotools' ``COCOeval``: same constructor, parameters, methods and results.
+
+    Parameters
+    ----------
+    cocoGt, cocoDt : COCO
+        Ground truth and results (:class:`deteval.compat.COCO`, or pycocotools' own).
+    iouType : {"segm", "bbox", "keypoints"}
+    fixes : bool, keyword-only
+        False (default): pycocotools' results exactly, mistakes included. True: a ground
+        truth or detection whose annotation id is 0 (or a detection id below 0) is matched
+        like any other, and ``summarize()`` reads the AP and area lines at
+        ``params.maxDets[-1]`` and the AR lines at each ``params.maxDets`` value (keypoints:
+        at ``params.maxDets[-1]`` rather than a fixed 20).
+
+    Attributes
+    ----------
+    params : Params
+    evalImgs : list of dict or None
+        Built from the match records when first read (``K * A * I`` entries).
+    ious : dict
+        ``(imgId, catId) -> (D, G)`` array; built when first read.
+    eval : dict
+        ``params``, ``counts`` ``[T, R, K, A, M]``, ``date``, ``precision`` (T, R, K, A, M),
+        ``recall`` (T, K, A, M), ``scores`` (T, R, K, A, M); -1 where undefined.
+    stats : ndarray, shape (12,) (keypoints (10,))
+    """
+
+    def __init__(self, cocoGt=None, cocoDt=None, iouType="segm", *, fixes=False):
+        if not iouType:
+            print("iouType not specified. use default iouType segm")
+        self.cocoGt = cocoGt
+        self.cocoDt = cocoDt
+        self._evalImgs = defaultdict(list)
+        self.eval = {}
+        self.params = Params(iouType=iouType)
+        self._paramsEval = {}
+        self.stats = []
+        self._ious = {}
+        self.fixes = bool(fixes)
+        self._state = None
+        if cocoGt is not None:
+            self.params.imgIds = sorted(cocoGt.getImgIds())
+            self.params.catIds = sorted(cocoGt.getCatIds())
+
+    # ------------------------------------------------------------ lazy results
+
+    @property
+    def evalImgs(self):
+        """Per (category, area range, image) results, built on first read."""
+        if self._evalImgs is None:
+            self._evalImgs = _engine.eval_imgs(self._state)
+        return self._evalImgs
+
+    @evalImgs.setter
+    def evalImgs(self, value):
+        self._evalImgs = value
+
+    @property
+    def ious(self):
+        """``(imgId, catId) -> IoU matrix``, built on first read."""
+        if self._ious is None:
+            self._ious = _engine.ious(self._state)
+        return self._ious
+
+    @ious.setter
+    def ious(self, value):
+        self._ious = value
+
+    # ------------------------------------------------------------ evaluation
+
+    def evaluate(self):
+        """Match every detection of ``params.imgIds`` x ``params.catIds`` (per area range and
+        IoU threshold); prints pycocotools' progress lines."""
+        tic = time.time()
+        print("Running per image evaluation...")
+        p = self.params
+        if p.useSegm is not None:
+            p.iouType = "segm" if p.useSegm == 1 else "bbox"
+            print("useSegm (deprecated) is not None. Running {} evaluation".format(p.iouType))
+        print("Evaluate annotation type *{}*".format(p.iouType))
+        p.imgIds = list(np.unique(p.imgIds))
+        if p.useCats:
+            p.catIds = list(np.unique(p.catIds))
+        p.maxDets = sorted(p.maxDets)
+        self.params = p
+        self._state = _engine.build_state(self.cocoGt, self.cocoDt, p, self.fixes)
+        self._evalImgs = None if len(p.imgIds) and len(self._state.cat_ids) and len(
+            p.areaRng) else []
+        self._ious = None
+        self.eval = {}
+        self._paramsEval = copy.deepcopy(self.params)
+        print("DONE (t={:0.2f}s).".format(time.time() - tic))
+
+    def accumulate(self, p=None):
+        """Precision, recall and scores per (IoU threshold, recall threshold, category, area
+        range, max detections) into ``self.eval``; prints pycocotools' progress lines.
+
+        Parameters
+        ----------
+        p : Params, optional
+            Default ``self.params``. A different one selects, as pycocotools, the
+            categories, area ranges, max-detections values and images of the evaluation
+            that it also lists, with its own recall thresholds.
+        """
+        print("Accumulating evaluation results...")
+        tic = time.time()
+        state = self._state
+        if state is None or (self._evalImgs is not None and not self._evalImgs):
+            print("Please run evaluate() first")
+        if p is None:
+            p = self.params
+        p.catIds = p.catIds if p.useCats == 1 else [-1]
+        T, R = len(p.iouThrs), len(p.recThrs)
+        K = len(p.catIds) if p.useCats else 1
+        A, M = len(p.areaRng), len(p.maxDets)
+        precision = -np.ones((T, R, K, A, M))
+        recall = -np.ones((T, K, A, M))
+        scores = -np.ones((T, R, K, A, M))
+        if state is not None:
+            pe = self._paramsEval
+            set_k = set(pe.catIds if pe.useCats else [-1])
+            set_a = set(map(tuple, pe.areaRng))
+            set_m = set(pe.maxDets)
+            set_i = set(pe.imgIds)
+            k_list = [n for n, k in enumerate(p.catIds) if k in set_k]
+            m_list = [m for m in p.maxDets if m in set_m]
+            a_list = [n for n, a in enumerate(map(tuple, p.areaRng)) if a in set_a]
+            i_list = [n for n, i in enumerate(p.imgIds) if i in set_i]
+            if k_list and a_list and m_list:
+                full = self._accumulate_cells(state, np.asarray(m_list, dtype=np.int64),
+                                              np.asarray(p.recThrs, dtype=np.float64).reshape(-1),
+                                              i_list, len(pe.imgIds))
+                pr, rc, sc = full
+                kk, aa = np.asarray(k_list), np.asarray(a_list)
+                nk, na, nm = len(k_list), len(a_list), len(m_list)
+                sel = np.ix_(np.arange(T), np.arange(R), kk, aa, np.arange(nm))
+                precision[:, :, :nk, :na, :nm] = pr[sel]
+                scores[:, :, :nk, :na, :nm] = sc[sel]
+                recall[:, :nk, :na, :nm] = rc[np.ix_(np.arange(T), kk, aa, np.arange(nm))]
+        self.eval = {
+            "params": p,
+            "counts": [T, R, K, A, M],
+            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+            "precision": precision,
+            "recall": recall,
+            "scores": scores,
+        }
+        print("DONE (t={:0.2f}s).".format(time.time() - tic))
+
+    @staticmethod
+    def _accumulate_cells(state, max_dets, rec_thrs, i_list, num_images):
+        """:func:`coco_accumulate` of the records (restricted to the images ``i_list``),
+        NaN turned into -1; recall thresholds in any order."""
+        m = state.matches
+        if len(i_list) != num_images:
+            keep_img = np.zeros(num_images, dtype=bool)
+            keep_img[np.asarray(i_list, dtype=np.int64)] = True
+            keep = keep_img[m.image_key]
+            gt = state.gt
+            K, A = m.num_gt.shape
+            num_gt = np.zeros((K, A), dtype=np.int64)
+            in_img = keep_img[gt.image_idx]
+            for a in range(A):
+                num_gt[:, a] = np.bincount(gt.class_idx[in_img & ~state.gt_ignored[:, a]],
+                                           minlength=K)
+            m = CocoMatches(class_idx=m.class_idx[keep], scores=m.scores[keep],
+                            image_key=m.image_key[keep], rank=m.rank[keep],
+                            matched=m.matched[keep], ignored=m.ignored[keep], num_gt=num_gt)
+        by_thr = np.argsort(rec_thrs, kind="stable")
+        pr, rc, sc = coco_accumulate(m, max_dets, rec_thrs[by_thr], with_scores=True)
+        if not np.array_equal(by_thr, np.arange(by_thr.shape[0])):
+            back = np.empty_like(by_thr)
+            back[by_thr] = np.arange(by_thr.shape[0])
+            pr, sc = pr[:, back], sc[:, back]
+        for arr in (pr, rc, sc):
+            arr[np.isnan(arr)] = -1
+        return pr, rc, sc
+
+    def summarize(self):
+        """Print pycocotools' summary lines and set ``stats`` (12 values; keypoints 10)."""
+        p = self.params
+        fixes = self.fixes
+
+        def one(ap=1, iouThr=None, areaRng="all", maxDets=100):
+            i_str = " {:<18} {} @[ IoU={:<9} | area={:>6s} | maxDets={:>3d} ] = {:0.3f}"
+            title = "Average Precision" if ap == 1 else "Average Recall"
+            kind = "(AP)" if ap == 1 else "(AR)"
+            iou_str = ("{:0.2f}:{:0.2f}".format(p.iouThrs[0], p.iouThrs[-1])
+                       if iouThr is None else "{:0.2f}".format(iouThr))
+            aind = [i for i, lbl in enumerate(p.areaRngLbl) if lbl == areaRng]
+            mind = [i for i, m in enumerate(p.maxDets) if m == maxDets]
+            s = self.eval["precision"] if ap == 1 else self.eval["recall"]
+            if iouThr is not None:
+                s = s[np.where(iouThr == p.iouThrs)[0]]
+            s = s[:, :, :, aind, mind] if ap == 1 else s[:, :, aind, mind]
+            defined = s[s > -1]
+            mean_s = -1 if len(defined) == 0 else np.mean(defined)
+            print(i_str.format(title, kind, iou_str, areaRng, maxDets, mean_s))
+            return mean_s
+
+        def dets():
+            md = p.maxDets
+
+            def last():  # pycocotools reads position 2 (IndexError with fewer values)
+                return md[-1] if fixes else md[2]
+
+            def ar(i):
+                return md[min(i, len(md) - 1)] if fixes else md[i]
+
+            stats = np.zeros((12,))
+            stats[0] = one(1, maxDets=last()) if fixes else one(1)
+            stats[1] = one(1, iouThr=.5, maxDets=last())
+            stats[2] = one(1, iouThr=.75, maxDets=last())
+            stats[3] = one(1, areaRng="small", maxDets=last())
+            stats[4] = one(1, areaRng="medium", maxDets=last())
+            stats[5] = one(1, areaRng="large", maxDets=last())
+            stats[6] = one(0, maxDets=ar(0))
+            stats[7] = one(0, maxDets=ar(1))
+            stats[8] = one(0, maxDets=ar(2))
+            stats[9] = one(0, areaRng="small", maxDets=last())
+            stats[10] = one(0, areaRng="medium", maxDets=last())
+            stats[11] = one(0, areaRng="large", maxDets=last())
+            return stats
+
+        def kps():
+            md = p.maxDets[-1] if fixes else 20
+            stats = np.zeros((10,))
+            stats[0] = one(1, maxDets=md)
+            stats[1] = one(1, maxDets=md, iouThr=.5)
+            stats[2] = one(1, maxDets=md, iouThr=.75)
+            stats[3] = one(1, maxDets=md, areaRng="medium")
+            stats[4] = one(1, maxDets=md, areaRng="large")
+            stats[5] = one(0, maxDets=md)
+            stats[6] = one(0, maxDets=md, iouThr=.5)
+            stats[7] = one(0, maxDets=md, iouThr=.75)
+            stats[8] = one(0, maxDets=md, areaRng="medium")
+            stats[9] = one(0, maxDets=md, areaRng="large")
+            return stats
+
+        if not self.eval:
+            raise Exception("Please run accumulate() first")
+        iou_type = self.params.iouType
+        if iou_type == "segm" or iou_type == "bbox":
+            self.stats = dets()
+        elif iou_type == "keypoints":
+            self.stats = kps()
+
+    def __str__(self):
+        self.summarize()
