@@ -419,9 +419,9 @@ def ious(state: EvalState) -> dict:
     gb = _group_bounds(g_sorted, K * I)
     rb = _group_bounds(det_key[rec], K * I)
     pair_bounds = np.searchsorted(pair_det, rb)
-    for k in range(K):
-        cat = state.cat_ids[k]
-        for i in range(I):
+    for i in range(I):
+        for k in range(K):
+            cat = state.cat_ids[k]
             g = k * I + i
             D, Gn = rb[g + 1] - rb[g], gb[g + 1] - gb[g]
             if kp_none or D == 0 or Gn == 0:

@@ -193,6 +193,9 @@ class COCOeval:
         state = self._state
         if state is None or (self._evalImgs is not None and not self._evalImgs):
             print("Please run evaluate() first")
+        if state is None:  # pycocotools fails here too (an AttributeError on _paramsEval)
+            raise AttributeError("COCOeval.accumulate() needs the results of evaluate(): "
+                                 "call evaluate() first")
         if p is None:
             p = self.params
         p.catIds = p.catIds if p.useCats == 1 else [-1]
