@@ -14,6 +14,7 @@ never takes its ground truth. Unless ``fixes`` is set, :func:`build_state` repro
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, List, Optional
 
@@ -100,7 +101,19 @@ def _boxes(anns, required: bool) -> np.ndarray:
         return np.zeros((0, 4))
     if not required and any("bbox" not in a for a in anns):
         return np.zeros((len(anns), 4))
-    return np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(len(anns), 4)
+    n = len(anns)
+    try:  # the usual four numbers per box, without an intermediate list of lists
+        return np.fromiter(itertools.chain.from_iterable([a["bbox"] for a in anns]),
+                           np.float64, 4 * n).reshape(n, 4)
+    except (ValueError, TypeError):
+        return np.array([a["bbox"] for a in anns], dtype=np.float64).reshape(n, 4)
+
+
+def _column(anns, key) -> np.ndarray:
+    try:
+        return np.fromiter([a[key] for a in anns], np.float64, len(anns))
+    except (ValueError, TypeError):
+        return np.array([a[key] for a in anns], dtype=np.float64).reshape(len(anns))
 
 
 def _masks(coco, anns):
@@ -137,10 +150,10 @@ def build_state(coco_gt, coco_dt, p, fixes: bool) -> EvalState:
         out_cats = cat_ids
     K = len(out_cats)
     G, N = len(gt_anns), len(dt_anns)
-    gt_area = np.array([a["area"] for a in gt_anns], dtype=np.float64).reshape(G)
+    gt_area = _column(gt_anns, "area")
     crowd = np.array([bool(int(a["iscrowd"])) if "iscrowd" in a else False for a in gt_anns],
                      dtype=bool).reshape(G)
-    det_area = np.array([a["area"] for a in dt_anns], dtype=np.float64).reshape(N)
+    det_area = _column(dt_anns, "area")
     det_scores = np.empty(N, dtype=object)
     det_scores[:] = [a["score"] for a in dt_anns]
     gt_ids = np.empty(G, dtype=object)
@@ -154,7 +167,7 @@ def build_state(coco_gt, coco_dt, p, fixes: bool) -> EvalState:
                      class_ids=np.arange(K, dtype=np.int64), box_format="xywh")
     det = Detections(image_idx=d_img, class_idx=d_cat,
                      boxes=_boxes(dt_anns, iou_type != "segm"),
-                     scores=np.array(det_scores.tolist(), dtype=np.float64).reshape(N),
+                     scores=_column(dt_anns, "score"),
                      order=np.arange(N, dtype=np.int64))
     base_ignore = crowd.copy()
     pair_iou = None
