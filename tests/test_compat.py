@@ -471,3 +471,71 @@ def test_messages_before_evaluate_and_accumulate_match_pycocotools():
         outs.append((_timeless(text.getvalue()), E.eval["precision"]))
     assert outs[0][0] == outs[1][0]
     assert_same_value(outs[0][1], outs[1][1], "precision")
+
+
+# ------------------------------------------------------------------ torchvision / DETR flow
+
+def _per_image_evaluate(self):
+    """The module-level ``evaluate(self)`` of the torchvision detection references (copied
+    by DETR and its forks): pycocotools' private steps called one by one."""
+    p = self.params
+    p.imgIds = list(np.unique(p.imgIds))
+    if p.useCats:
+        p.catIds = list(np.unique(p.catIds))
+    p.maxDets = sorted(p.maxDets)
+    self.params = p
+    self._prepare()
+    cat_ids = p.catIds if p.useCats else [-1]
+    compute = self.computeIoU if p.iouType in ("segm", "bbox") else self.computeOks
+    self.ious = {(i, c): compute(i, c) for i in p.imgIds for c in cat_ids}
+    max_det = p.maxDets[-1]
+    eval_imgs = [self.evaluateImg(i, c, a, max_det) for c in cat_ids for a in p.areaRng
+                 for i in p.imgIds]
+    eval_imgs = np.asarray(eval_imgs).reshape(len(cat_ids), len(p.areaRng), len(p.imgIds))
+    self._paramsEval = copy.deepcopy(self.params)
+    return p.imgIds, eval_imgs
+
+
+def _batched_flow(coco_cls, eval_cls, gt, results, iou_type, batches=3, use_cats=1):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        cg = coco_cls()
+        cg.dataset = copy.deepcopy(gt)
+        cg.createIndex()
+        E = eval_cls(cg, iouType=iou_type)
+        E.params.useCats = use_cats
+        img_ids = sorted(cg.getImgIds())
+        all_ids, all_evals = [], []
+        for part in np.array_split(np.array(img_ids), batches):
+            part = part.tolist()
+            res = [r for r in copy.deepcopy(results) if r["image_id"] in set(part)]
+            E.cocoDt = coco_cls.loadRes(cg, res) if res else coco_cls()
+            E.params.imgIds = part
+            ids, ev = _per_image_evaluate(E)
+            all_ids.extend(ids)
+            all_evals.append(ev)
+        merged_ids, idx = np.unique(np.array(all_ids), return_index=True)
+        merged = np.concatenate(all_evals, 2)[..., idx]
+        E.evalImgs = list(merged.flatten())
+        E.params.imgIds = list(merged_ids)
+        E._paramsEval = copy.deepcopy(E.params)
+        E.accumulate()
+        E.summarize()
+    return E, _timeless(out.getvalue())
+
+
+@pytest.mark.parametrize("iou_type", ["bbox", "segm", "keypoints"])
+def test_torchvision_detr_per_image_flow(iou_type):
+    if iou_type == "bbox":
+        gt, results = json.loads(DEMO_GT.read_text()), json.loads(DEMO_BBOX.read_text())
+    elif iou_type == "segm":
+        gt, results = segkp.segm_case(2)
+    else:
+        gt, results = segkp.kp_case(2)
+    for use_cats in (1, 0):
+        ref, ref_text = _batched_flow(RefCOCO, RefCOCOeval, gt, results, iou_type,
+                                      use_cats=use_cats)
+        got, got_text = _batched_flow(COCO, COCOeval, gt, results, iou_type,
+                                      use_cats=use_cats)
+        assert got_text == ref_text
+        assert_same_eval(ref, got)  # arrays, stats, the merged evalImgs, the last ious

@@ -24,7 +24,8 @@ from ..match import CocoMatches, candidate_pairs, coco_pair_ious, match_coco
 from ..rank import group_rank, ranked_order, segment_starts, small_int
 from ..tables import Detections, GroundTruth
 
-__all__ = ["EvalState", "build_state", "walk_rows", "eval_imgs", "ious"]
+__all__ = ["EvalState", "build_state", "walk_rows", "eval_imgs", "ious",
+           "matches_from_eval_imgs"]
 
 _NOT_IGNORED_BONUS = np.int64(1) << np.int64(62)
 
@@ -443,3 +444,43 @@ def ious(state: EvalState) -> dict:
             s = pair_bounds[g]
             result[state.img_ids[i], cat] = values[s:s + D * Gn].reshape(D, Gn).copy()
     return result
+
+
+def matches_from_eval_imgs(eval_imgs: list, k_list, a0: int, i_list, I0: int, A0: int,
+                           T: int) -> CocoMatches:
+    """Match records of one area range from a list of ``evaluateImg`` dicts (code that runs
+    pycocotools' per-image steps itself and assigns ``evalImgs``, as the torchvision and DETR
+    references do), for :func:`deteval.ap.coco_accumulate`.
+
+    Entry ``k0 * A0 * I0 + a0 * I0 + i`` of ``eval_imgs`` is category ``k0`` (the ``k``-th of
+    ``k_list``), area range ``a0``, image ``i``; a detection counts as matched where
+    ``dtMatches`` is non-zero (pycocotools' truth test) and as ignored where ``dtIgnore`` is.
+    """
+    K = len(k_list)
+    cls, img, rank, scores, matched, ignored = [], [], [], [], [], []
+    num_gt = np.zeros((K, 1), dtype=np.int64)
+    for k, k0 in enumerate(k_list):
+        base = k0 * A0 * I0 + a0 * I0
+        for pos, i in enumerate(i_list):
+            e = eval_imgs[base + i]
+            if e is None:
+                continue
+            d = len(e["dtScores"])
+            num_gt[k, 0] += int(np.count_nonzero(np.asarray(e["gtIgnore"]) == 0))
+            if d == 0:
+                continue
+            cls.append(np.full(d, k, dtype=np.int64))
+            img.append(np.full(d, pos, dtype=np.int64))
+            rank.append(np.arange(d, dtype=np.int64))
+            scores.append(np.asarray(e["dtScores"], dtype=np.float64).reshape(d))
+            matched.append(np.asarray(e["dtMatches"]).reshape(T, d).T != 0)
+            ignored.append(np.asarray(e["dtIgnore"]).reshape(T, d).T != 0)
+    if cls:
+        cat = np.concatenate
+        return CocoMatches(class_idx=cat(cls), scores=cat(scores), image_key=cat(img),
+                           rank=cat(rank), matched=cat(matched)[:, None, :],
+                           ignored=cat(ignored)[:, None, :], num_gt=num_gt)
+    z = np.zeros(0, dtype=np.int64)
+    return CocoMatches(class_idx=z, scores=np.zeros(0), image_key=z, rank=z,
+                       matched=np.zeros((0, 1, T), dtype=bool),
+                       ignored=np.zeros((0, 1, T), dtype=bool), num_gt=num_gt)

@@ -124,6 +124,7 @@ class COCOeval:
         self._ious = {}
         self.fixes = bool(fixes)
         self._state = None
+        self._external_eval_imgs = False
         if cocoGt is not None:
             self.params.imgIds = sorted(cocoGt.getImgIds())
             self.params.catIds = sorted(cocoGt.getCatIds())
@@ -140,6 +141,7 @@ class COCOeval:
     @evalImgs.setter
     def evalImgs(self, value):
         self._evalImgs = value
+        self._external_eval_imgs = True  # accumulate() then reads these dicts
 
     @property
     def ious(self):
@@ -169,13 +171,58 @@ class COCOeval:
             p.catIds = list(np.unique(p.catIds))
         p.maxDets = sorted(p.maxDets)
         self.params = p
+        self._prepare()
+        self._paramsEval = copy.deepcopy(self.params)
+        print("DONE (t={:0.2f}s).".format(time.time() - tic))
+
+    def _prepare(self):
+        """Select and match what ``params`` asks for (pycocotools' ``_prepare`` gathers the
+        annotations; here they are also matched, and ``evalImgs`` / ``ious`` become
+        available on demand)."""
+        p = self.params
         self._state = _engine.build_state(self.cocoGt, self.cocoDt, p, self.fixes)
         self._evalImgs = None if len(p.imgIds) and len(self._state.cat_ids) and len(
             p.areaRng) else []
+        self._external_eval_imgs = False
         self._ious = None
         self.eval = {}
-        self._paramsEval = copy.deepcopy(self.params)
-        print("DONE (t={:0.2f}s).".format(time.time() - tic))
+
+    def _ensure_state(self):
+        if self._state is None:
+            self._prepare()
+        return self._state
+
+    def computeIoU(self, imgId, catId):
+        """IoU matrix ``(D, G)`` of one image and category (``[]`` if either is empty), as
+        pycocotools' ``computeIoU``: detections in score order cut to ``maxDets[-1]``."""
+        self._ensure_state()
+        return self.ious[imgId, catId]
+
+    def computeOks(self, imgId, catId):
+        """OKS matrix ``(D, G)`` of one image and category, as pycocotools' ``computeOks``."""
+        self._ensure_state()
+        return self.ious[imgId, catId]
+
+    def evaluateImg(self, imgId, catId, aRng, maxDet):
+        """pycocotools' ``evaluateImg`` dict (or None) of one image, category and area range,
+        read from the evaluation of ``params`` (``maxDet`` must be ``params.maxDets[-1]`` and
+        ``aRng`` one of ``params.areaRng``)."""
+        state = self._ensure_state()
+        if maxDet != state.max_det or not any(list(aRng) == list(r) for r in state.area_rng):
+            raise NotImplementedError(
+                "deteval.compat evaluates per image only at params.maxDets[-1] and the "
+                f"params.areaRng ranges; got maxDet={maxDet!r}, aRng={aRng!r}")
+        if self._evalImgs is None or self._external_eval_imgs:
+            self._evalImgs = _engine.eval_imgs(state)
+            self._external_eval_imgs = False
+        pos = state.extra.get("positions")
+        if pos is None:
+            pos = ({v: i for i, v in enumerate(state.img_ids)},
+                   {v: k for k, v in reversed(list(enumerate(state.cat_ids)))})
+            state.extra["positions"] = pos
+        a = next(j for j, r in enumerate(state.area_rng) if list(aRng) == list(r))
+        I, A = len(state.img_ids), len(state.area_rng)
+        return self._evalImgs[pos[1][catId] * A * I + a * I + pos[0][imgId]]
 
     def accumulate(self, p=None):
         """Precision, recall and scores per (IoU threshold, recall threshold, category, area
@@ -191,6 +238,8 @@ class COCOeval:
         print("Accumulating evaluation results...")
         tic = time.time()
         state = self._state
+        if state is None and self._external_eval_imgs:
+            state = True  # per-image results assigned by the caller: accumulated from them
         if state is None or (self._evalImgs is not None and not self._evalImgs):
             print("Please run evaluate() first")
         if state is None:  # pycocotools fails here too (an AttributeError on _paramsEval)
@@ -215,7 +264,10 @@ class COCOeval:
             m_list = [m for m in p.maxDets if m in set_m]
             a_list = [n for n, a in enumerate(map(tuple, p.areaRng)) if a in set_a]
             i_list = [n for n, i in enumerate(p.imgIds) if i in set_i]
-            if k_list and a_list and m_list:
+            if k_list and a_list and m_list and self._external_eval_imgs:
+                self._accumulate_external(p, k_list, a_list, m_list, i_list, precision,
+                                          recall, scores)
+            elif k_list and a_list and m_list:
                 full = self._accumulate_cells(state, np.asarray(m_list, dtype=np.int64),
                                               np.asarray(p.recThrs, dtype=np.float64).reshape(-1),
                                               i_list, len(pe.imgIds))
@@ -235,6 +287,28 @@ class COCOeval:
             "scores": scores,
         }
         print("DONE (t={:0.2f}s).".format(time.time() - tic))
+
+    def _accumulate_external(self, p, k_list, a_list, m_list, i_list, precision, recall,
+                             scores):
+        """accumulate() from ``evalImgs`` dicts assigned by the caller."""
+        pe = self._paramsEval
+        I0, A0 = len(pe.imgIds), len(pe.areaRng)
+        T = len(p.iouThrs)
+        rec_thrs = np.asarray(p.recThrs, dtype=np.float64).reshape(-1)
+        by_thr = np.argsort(rec_thrs, kind="stable")
+        back = np.empty_like(by_thr)
+        back[by_thr] = np.arange(by_thr.shape[0])
+        nk, nm = len(k_list), len(m_list)
+        for a, a0 in enumerate(a_list):
+            m = _engine.matches_from_eval_imgs(self._evalImgs, k_list, a0, i_list, I0, A0, T)
+            pr, rc, sc = coco_accumulate(m, np.asarray(m_list, dtype=np.int64),
+                                         rec_thrs[by_thr], with_scores=True)
+            pr, sc = pr[:, back], sc[:, back]
+            for arr in (pr, rc, sc):
+                arr[np.isnan(arr)] = -1
+            precision[:, :, :nk, a, :nm] = pr[:, :, :, 0, :]
+            scores[:, :, :nk, a, :nm] = sc[:, :, :, 0, :]
+            recall[:, :nk, a, :nm] = rc[:, :, 0, :]
 
     @staticmethod
     def _accumulate_cells(state, max_dets, rec_thrs, i_list, num_images):
