@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import os
 import time
 from collections import defaultdict
 
@@ -168,7 +169,7 @@ class COCO:
 
         Parameters
         ----------
-        resFile : str, list of dict or ndarray, shape (N, 7)
+        resFile : str or os.PathLike, list of dict or ndarray, shape (N, 7)
             A results JSON file, the loaded list, or rows
             ``[image_id, x, y, w, h, score, category_id]``.
 
@@ -183,7 +184,7 @@ class COCO:
         res.dataset["images"] = list(self.dataset["images"])
         print("Loading and preparing results...")
         tic = time.time()
-        if isinstance(resFile, str):
+        if isinstance(resFile, (str, os.PathLike)):
             with open(resFile) as f:
                 anns = json.load(f)
         elif type(resFile) == np.ndarray:
