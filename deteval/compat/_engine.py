@@ -58,12 +58,10 @@ class EvalState:
     area_arr: np.ndarray
     gt: GroundTruth
     det: Detections
-    gt_ids: np.ndarray
-    det_ids: np.ndarray
-    det_scores: np.ndarray
+    gt_anns: list
+    dt_anns: list
     gt_ignored: np.ndarray
     det_area: np.ndarray
-    rec: np.ndarray
     matches: CocoMatches
     pair_iou: Optional[Callable] = None
     gt_base_ignore: Optional[np.ndarray] = None
@@ -71,10 +69,43 @@ class EvalState:
     rows: Optional[np.ndarray] = None
     extra: dict = field(default_factory=dict)
 
+    def _cached(self, key, make):
+        if key not in self.extra:
+            self.extra[key] = make()
+        return self.extra[key]
 
-def _numeric_ids(ids: np.ndarray) -> Optional[np.ndarray]:
+    @property
+    def rec(self) -> np.ndarray:
+        """Detection rows of the match records, in their order (computed when needed)."""
+        return self._cached("rec", lambda: _records(self.gt, self.det,
+                                                    np.arange(len(self.img_ids)),
+                                                    self.max_det))
+
+    @property
+    def gt_ids(self) -> np.ndarray:
+        return self._cached("gt_ids", lambda: _objects([a["id"] for a in self.gt_anns]))
+
+    @property
+    def det_ids(self) -> np.ndarray:
+        return self._cached("det_ids", lambda: _objects([a["id"] for a in self.dt_anns]))
+
+    @property
+    def det_scores(self) -> np.ndarray:
+        return self._cached("det_scores",
+                            lambda: _objects([a["score"] for a in self.dt_anns]))
+
+
+def _objects(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _numeric_ids(anns: list) -> Optional[np.ndarray]:
+    """The records' ``id`` values as float64 (None when one is not a number: pycocotools'
+    id tests then do not apply)."""
     try:
-        return np.array(ids.tolist(), dtype=np.float64).reshape(-1)
+        return np.fromiter([a["id"] for a in anns], np.float64, len(anns))
     except (TypeError, ValueError):
         return None
 
@@ -155,12 +186,6 @@ def build_state(coco_gt, coco_dt, p, fixes: bool) -> EvalState:
     crowd = np.array([bool(int(a["iscrowd"])) if "iscrowd" in a else False for a in gt_anns],
                      dtype=bool).reshape(G)
     det_area = _column(dt_anns, "area")
-    det_scores = np.empty(N, dtype=object)
-    det_scores[:] = [a["score"] for a in dt_anns]
-    gt_ids = np.empty(G, dtype=object)
-    gt_ids[:] = [a["id"] for a in gt_anns]
-    det_ids = np.empty(N, dtype=object)
-    det_ids[:] = [a["id"] for a in dt_anns]
     gt = GroundTruth(image_idx=g_img, class_idx=g_cat, boxes=_boxes(gt_anns, iou_type != "segm"),
                      difficult=np.zeros(G, dtype=bool), crowd=crowd, area=gt_area,
                      image_ids=np.arange(len(img_ids), dtype=np.int64),
@@ -204,15 +229,13 @@ def build_state(coco_gt, coco_dt, p, fixes: bool) -> EvalState:
     image_key = np.arange(len(img_ids), dtype=np.int64)
     matches = match_coco(gt, det, thr, area_arr, max_det, image_key, pair_iou=pair_iou,
                          det_area=det_area, gt_ignore=base_ignore)
-    rec = _records(gt, det, image_key, max_det)
     state = EvalState(iou_type=iou_type, img_ids=img_ids, cat_ids=out_cats,
                       area_rng=list(p.areaRng), max_det=max_det, thresholds=thr,
-                      area_arr=area_arr, gt=gt, det=det, gt_ids=gt_ids, det_ids=det_ids,
-                      det_scores=det_scores, gt_ignored=gt_ignored, det_area=det_area,
-                      rec=rec, matches=matches, pair_iou=pair_iou, gt_base_ignore=base_ignore,
+                      area_arr=area_arr, gt=gt, det=det, gt_anns=gt_anns, dt_anns=dt_anns,
+                      gt_ignored=gt_ignored, det_area=det_area, matches=matches, pair_iou=pair_iou, gt_base_ignore=base_ignore,
                       fixes=fixes)
     if not fixes:
-        gid, did = _numeric_ids(gt_ids), _numeric_ids(det_ids)
+        gid, did = _numeric_ids(gt_anns), _numeric_ids(dt_anns)
         id0_gt = gid is not None and bool((gid == 0).any())
         bad_dt = did is not None and bool((did <= 0).any())
         if (id0_gt or bad_dt) and len(gt):
@@ -326,7 +349,7 @@ def ensure_rows(state: EvalState) -> np.ndarray:
     if state.rows is None:
         takes = np.ones(len(state.det), dtype=bool)
         if not state.fixes:
-            did = _numeric_ids(state.det_ids)
+            did = _numeric_ids(state.dt_anns)
             if did is not None:
                 takes = did > 0
         state.rows = walk_rows(state, takes)
@@ -353,8 +376,8 @@ def eval_imgs(state: EvalState) -> List[Optional[dict]]:
     exists[gt_key] = True
     exists[det_key] = True
     rec_bounds = _group_bounds(det_key[rec], K * I)
-    gid = _numeric_ids(state.gt_ids)
-    did = _numeric_ids(state.det_ids)
+    gid = _numeric_ids(state.gt_anns)
+    did = _numeric_ids(state.dt_anns)
     if gid is None:
         gid = np.zeros(G)
     if did is None:

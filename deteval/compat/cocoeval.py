@@ -96,7 +96,9 @@ class COCOeval:
         truth or detection whose annotation id is 0 (or a detection id below 0) is matched
         like any other, and ``summarize()`` reads the AP and area lines at
         ``params.maxDets[-1]`` and the AR lines at each ``params.maxDets`` value (keypoints:
-        at ``params.maxDets[-1]`` rather than a fixed 20).
+        at ``params.maxDets[-1]`` rather than a fixed 20); keypoints with ``useCats=0`` are
+        matched by OKS across categories (pycocotools looks the OKS up under category -1,
+        finds none and matches nothing).
 
     Attributes
     ----------
