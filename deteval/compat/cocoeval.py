@@ -253,9 +253,9 @@ class COCOeval:
         T, R = len(p.iouThrs), len(p.recThrs)
         K = len(p.catIds) if p.useCats else 1
         A, M = len(p.areaRng), len(p.maxDets)
-        precision = -np.ones((T, R, K, A, M))
-        recall = -np.ones((T, K, A, M))
-        scores = -np.ones((T, R, K, A, M))
+        precision = np.full((T, R, K, A, M), -1.0)
+        recall = np.full((T, K, A, M), -1.0)
+        scores = np.full((T, R, K, A, M), -1.0)
         if state is not None:
             pe = self._paramsEval
             set_k = set(pe.catIds if pe.useCats else [-1])
@@ -274,12 +274,16 @@ class COCOeval:
                                               np.asarray(p.recThrs, dtype=np.float64).reshape(-1),
                                               i_list, len(pe.imgIds))
                 pr, rc, sc = full
-                kk, aa = np.asarray(k_list), np.asarray(a_list)
                 nk, na, nm = len(k_list), len(a_list), len(m_list)
-                sel = np.ix_(np.arange(T), np.arange(R), kk, aa, np.arange(nm))
-                precision[:, :, :nk, :na, :nm] = pr[sel]
-                scores[:, :, :nk, :na, :nm] = sc[sel]
-                recall[:, :nk, :na, :nm] = rc[np.ix_(np.arange(T), kk, aa, np.arange(nm))]
+                if (pr.shape == precision.shape and k_list == list(range(K))
+                        and a_list == list(range(A))):
+                    precision, recall, scores = pr, rc, sc  # the usual call: no copies
+                else:
+                    kk, aa = np.asarray(k_list), np.asarray(a_list)
+                    sel = np.ix_(np.arange(T), np.arange(R), kk, aa, np.arange(nm))
+                    precision[:, :, :nk, :na, :nm] = pr[sel]
+                    scores[:, :, :nk, :na, :nm] = sc[sel]
+                    recall[:, :nk, :na, :nm] = rc[np.ix_(np.arange(T), kk, aa, np.arange(nm))]
         self.eval = {
             "params": p,
             "counts": [T, R, K, A, M],
@@ -338,7 +342,7 @@ class COCOeval:
             back[by_thr] = np.arange(by_thr.shape[0])
             pr, sc = pr[:, back], sc[:, back]
         for arr in (pr, rc, sc):
-            arr[np.isnan(arr)] = -1
+            np.copyto(arr, -1.0, where=np.isnan(arr))
         return pr, rc, sc
 
     def summarize(self):
