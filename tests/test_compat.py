@@ -539,3 +539,14 @@ def test_torchvision_detr_per_image_flow(iou_type):
                                       use_cats=use_cats)
         assert got_text == ref_text
         assert_same_eval(ref, got)  # arrays, stats, the merged evalImgs, the last ious
+
+
+def test_evaluated_object_pickles_and_copies():
+    import pickle
+    gt, results = segkp.segm_case(1)
+    E, _ = run_flow(COCO, COCOeval, gt, results, "segm")
+    for clone in (pickle.loads(pickle.dumps(E)), copy.deepcopy(E)):
+        with contextlib.redirect_stdout(io.StringIO()):
+            clone.accumulate()
+        assert_same_value(E.eval["precision"], clone.eval["precision"], "precision")
+        assert len(clone.evalImgs) == len(E.evalImgs)

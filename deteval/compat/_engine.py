@@ -14,6 +14,7 @@ never takes its ground truth. Unless ``fixes`` is set, :func:`build_state` repro
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, List, Optional
@@ -156,6 +157,20 @@ def _masks(coco, anns):
     return masks_from_segmentations(rles, h, w, "<COCO>", "annotations")
 
 
+def _mask_iou(det_masks, gt_masks, gt_crowd, det_rows, gt_rows):
+    from ..masks import rle_pair_ious
+    return rle_pair_ious(det_masks, gt_masks, det_rows, gt_rows, gt_crowd[gt_rows])
+
+
+def _oks(det_kp, gt_kp, gt_boxes, gt_area, sigmas, det_rows, gt_rows):
+    from ..keypoints import oks_pairs
+    return oks_pairs(det_kp, gt_kp, gt_boxes, gt_area, det_rows, gt_rows, sigmas)
+
+
+def _no_match(det_rows, gt_rows):
+    return np.full(np.shape(det_rows)[0], -np.inf)
+
+
 def build_state(coco_gt, coco_dt, p, fixes: bool) -> EvalState:
     """Select, tabulate and match what ``COCOeval.evaluate()`` evaluates under ``p``
     (``imgIds``/``catIds`` already made unique and sorted, ``maxDets`` sorted)."""
@@ -199,10 +214,7 @@ def build_state(coco_gt, coco_dt, p, fixes: bool) -> EvalState:
     pair_iou = None
     if iou_type == "segm":
         gm, dm = _masks(coco_gt, gt_anns), _masks(coco_dt, dt_anns)
-        from ..masks import rle_pair_ious
-
-        def pair_iou(det_rows, gt_rows):
-            return rle_pair_ious(dm, gm, det_rows, gt_rows, crowd[gt_rows])
+        pair_iou = functools.partial(_mask_iou, dm, gm, crowd)
     elif iou_type == "keypoints":
         sigmas = np.asarray(p.kpt_oks_sigmas, dtype=np.float64).reshape(-1)
         nk = sigmas.shape[0]
@@ -214,13 +226,9 @@ def build_state(coco_gt, coco_dt, p, fixes: bool) -> EvalState:
         det = replace(det, keypoints=dkp)
         if not use_cats and not fixes:
             # pycocotools looks the OKS up under category -1, finds none: nothing matches
-            def pair_iou(det_rows, gt_rows):
-                return np.full(np.shape(det_rows)[0], -np.inf)
+            pair_iou = _no_match
         else:
-            from ..keypoints import oks_pairs
-
-            def pair_iou(det_rows, gt_rows):
-                return oks_pairs(dkp, gkp, gt.boxes, gt_area, det_rows, gt_rows, sigmas)
+            pair_iou = functools.partial(_oks, dkp, gkp, gt.boxes, gt_area, sigmas)
     thr = np.asarray(p.iouThrs, dtype=np.float64).reshape(-1)
     area_arr = np.asarray(p.areaRng, dtype=np.float64).reshape(-1, 2)
     max_det = int(p.maxDets[-1])
