@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, List, Optional
+from typing import Callable, List, Optional
 
 import numpy as np
 
@@ -240,8 +240,8 @@ def build_state(coco_gt, coco_dt, p, fixes: bool) -> EvalState:
     state = EvalState(iou_type=iou_type, img_ids=img_ids, cat_ids=out_cats,
                       area_rng=list(p.areaRng), max_det=max_det, thresholds=thr,
                       area_arr=area_arr, gt=gt, det=det, gt_anns=gt_anns, dt_anns=dt_anns,
-                      gt_ignored=gt_ignored, det_area=det_area, matches=matches, pair_iou=pair_iou, gt_base_ignore=base_ignore,
-                      fixes=fixes)
+                      gt_ignored=gt_ignored, det_area=det_area, matches=matches,
+                      pair_iou=pair_iou, gt_base_ignore=base_ignore, fixes=fixes)
     if not fixes:
         gid, did = _numeric_ids(gt_anns), _numeric_ids(dt_anns)
         id0_gt = gid is not None and bool((gid == 0).any())
@@ -271,7 +271,7 @@ def _id_quirks(state: EvalState, gid, did) -> CocoMatches:
     rows = walk_rows(state, takes)
     state.rows = rows
     m = state.matches
-    A, T = state.area_arr.shape[0], state.thresholds.shape[0]
+    A = state.area_arr.shape[0]
     matched = rows >= 0
     safe = np.where(matched, rows, 0)
     a_idx = np.arange(A)[None, :, None]
@@ -377,7 +377,7 @@ def eval_imgs(state: EvalState) -> List[Optional[dict]]:
     gt, det, rec, m = state.gt, state.det, state.rec, state.matches
     I, K = len(state.img_ids), len(state.cat_ids)
     A, T = state.area_arr.shape[0], state.thresholds.shape[0]
-    G, n = len(gt), rec.shape[0]
+    G = len(gt)
     gt_key = gt.class_idx * I + gt.image_idx
     det_key = det.class_idx * I + det.image_idx
     exists = np.zeros(K * I, dtype=bool)
