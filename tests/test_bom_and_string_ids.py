@@ -207,3 +207,26 @@ def test_mixed_image_id_types_are_errors_naming_the_record(tmp_path):
     dup["images"][1]["id"] = "9"
     with pytest.raises(InputError, match="id '9' twice"):
         deteval.evaluate_coco(dup, copy.deepcopy(TIE_RES))
+
+
+def test_string_image_ids_on_a_dask_cluster(tmp_path):
+    pytest.importorskip("distributed", reason="the Dask extra (deteval[dask]) is not installed")
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    from deteval import distributed as dd
+    case = coco_gen.generate_case(2)
+    gt, results = _stringify(case.gt, case.results)
+    g = tmp_path / "gt.json"
+    g.write_text(json.dumps(gt))
+    half = len(results) // 2
+    shards = []
+    for i, part in enumerate((results[:half], results[half:])):
+        shards.append(tmp_path / f"part-{i}.json")
+        shards[-1].write_text(json.dumps(part))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        rep = dd.evaluate_coco(g, [str(p) for p in shards], client=client, partitions=2)
+    _close(_stats(rep), _pycocotools_stats(gt, results))
