@@ -550,3 +550,16 @@ def test_evaluated_object_pickles_and_copies():
             clone.accumulate()
         assert_same_value(E.eval["precision"], clone.eval["precision"], "precision")
         assert len(clone.evalImgs) == len(E.evalImgs)
+
+
+def test_gts_and_dts_group_the_evaluated_dicts_as_pycocotools():
+    ref, got = check(DEMO_GT, DEMO_BBOX, eval_imgs=False)
+
+    def filled(d):  # pycocotools' defaultdicts also hold the empty lists it looked up
+        return {k for k, v in d.items() if v}
+
+    assert filled(ref._gts) == set(got._gts) and filled(ref._dts) == set(got._dts)
+    for k in got._gts:
+        assert [a["id"] for a in ref._gts[k]] == [a["id"] for a in got._gts[k]]
+    for k in got._dts:
+        assert [a["id"] for a in ref._dts[k]] == [a["id"] for a in got._dts[k]]

@@ -156,6 +156,30 @@ class COCOeval:
     def ious(self, value):
         self._ious = value
 
+    @property
+    def _gts(self):
+        """``(image id, category id) -> ground-truth dicts`` of the evaluation, built on
+        first read (pycocotools' ``_gts``, without the ``ignore`` key it writes)."""
+        return self._grouped("gt_anns")
+
+    @property
+    def _dts(self):
+        """``(image id, category id) -> result dicts`` of the evaluation (pycocotools'
+        ``_dts``), built on first read."""
+        return self._grouped("dt_anns")
+
+    def _grouped(self, which):
+        state = self._state
+        out = defaultdict(list)
+        if state is None:
+            return out
+        key = "grouped_" + which
+        if key not in state.extra:
+            for a in getattr(state, which):
+                out[a["image_id"], a["category_id"]].append(a)
+            state.extra[key] = out
+        return state.extra[key]
+
     # ------------------------------------------------------------ evaluation
 
     def evaluate(self):
