@@ -563,3 +563,29 @@ def test_gts_and_dts_group_the_evaluated_dicts_as_pycocotools():
         assert [a["id"] for a in ref._gts[k]] == [a["id"] for a in got._gts[k]]
     for k in got._dts:
         assert [a["id"] for a in ref._dts[k]] == [a["id"] for a in got._dts[k]]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_batched_rasterisation_equals_ann_to_rle_one_by_one(seed):
+    """The engine rasterises polygons one call per image size; the masks are those of
+    annToRLE annotation by annotation (several polygons, crowd RLE, results' RLE)."""
+    from deteval.compat._engine import _masks
+    from deteval.masks import masks_from_segmentations
+    gt, results = segkp.segm_case(seed)
+    a0 = gt["annotations"][0]
+    gt["annotations"].append(dict(a0, id=10 ** 6, segmentation=[[1, 1, 9, 1, 9, 9, 1, 9],
+                                                                 [3, 3, 4, 4], [20, 20, 30, 20,
+                                                                                25, 28]]))
+    with contextlib.redirect_stdout(io.StringIO()):
+        cg = COCO()
+        cg.dataset = gt
+        cg.createIndex()
+        cd = cg.loadRes(results)
+    for coco, anns in ((cg, gt["annotations"]), (cd, cd.dataset["annotations"])):
+        fast = _masks(coco, anns)
+        rles = [coco.annToRLE(a) for a in anns]
+        h = np.array([r["size"][0] for r in rles])
+        w = np.array([r["size"][1] for r in rles])
+        ref = masks_from_segmentations(rles, h, w, "x", "annotations")
+        for f in ("counts", "offsets", "heights", "widths", "areas"):
+            assert np.array_equal(getattr(fast, f), getattr(ref, f)), f

@@ -21,6 +21,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
+from . import mask as maskUtils
 from ..match import CocoMatches, candidate_pairs, coco_pair_ious, match_coco
 from ..rank import group_rank, ranked_order, segment_starts, small_int
 from ..tables import Detections, GroundTruth
@@ -150,10 +151,52 @@ def _column(anns, key) -> np.ndarray:
 
 
 def _masks(coco, anns):
-    from ..masks import masks_from_segmentations
-    rles = [coco.annToRLE(a) for a in anns]
-    h = np.array([r["size"][0] for r in rles], dtype=np.int64)
-    w = np.array([r["size"][1] for r in rles], dtype=np.int64)
+    """The annotations' masks as pycocotools' ``annToRLE`` gives them, as one MaskSet.
+
+    Compressed RLE (results as detectors write them, and every rasterised polygon) is
+    decoded in one compiled call; anything else goes through
+    :func:`deteval.masks.masks_from_segmentations`."""
+    from ..masks import MaskSet, _decode_strings, masks_from_segmentations
+    rles = [None] * len(anns)
+    polygons = {}  # (h, w) -> [(row, polygons)]: rasterised in one call per image size
+    for j, a in enumerate(anns):
+        seg = a["segmentation"]
+        if type(seg) == dict and isinstance(seg.get("counts"), (str, bytes)):
+            rles[j] = seg  # annToRLE returns a compressed RLE as it is
+        elif (type(seg) == list and seg and all(type(q) == list for q in seg)
+              and len(seg[0]) > 4):  # frPyObjects reads a first item of 4 as boxes
+            img = coco.imgs[a["image_id"]]
+            polygons.setdefault((img["height"], img["width"]), []).append((j, seg))
+        else:
+            rles[j] = coco.annToRLE(a)
+    for (height, width), items in polygons.items():
+        flat = [q for _, seg in items for q in seg]
+        try:
+            parts = maskUtils.frPyObjects(flat, height, width)
+        except Exception:  # an odd polygon: annToRLE one by one raises as pycocotools
+            for j, _ in items:
+                rles[j] = coco.annToRLE(anns[j])
+            continue
+        at = 0
+        for j, seg in items:
+            k = len(seg)
+            # one polygon: its RLE is the merge (pycocotools merges a list of one unchanged)
+            rles[j] = parts[at] if k == 1 else maskUtils.merge(parts[at:at + k])
+            at += k
+    n = len(rles)
+    h = np.array([r["size"][0] for r in rles], dtype=np.int64).reshape(n)
+    w = np.array([r["size"][1] for r in rles], dtype=np.int64).reshape(n)
+    strings = [r["counts"] for r in rles]
+    if n and (all(isinstance(c, bytes) for c in strings)
+              or all(isinstance(c, str) for c in strings)):
+        try:
+            counts, lengths, totals, areas = _decode_strings(strings)
+        except (ValueError, TypeError, UnicodeEncodeError):
+            totals = None
+        if totals is not None and np.array_equal(totals, h * w):
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            return MaskSet(counts=counts, offsets=offsets, heights=h, widths=w, areas=areas)
     return masks_from_segmentations(rles, h, w, "<COCO>", "annotations")
 
 

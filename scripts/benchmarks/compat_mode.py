@@ -10,6 +10,7 @@ the runs), the whole child's wall time and peak RSS, and the ratios; the summary
 the three are compared (deteval.compat and pycocotools must agree to 1e-12).
 
     python scripts/bench.py compat --images 600 --dets-per-image 100 --repeat 3
+    python scripts/bench.py compat --iou-type segm --images 600 --dets-per-image 50
 """
 import contextlib
 import io
@@ -38,12 +39,12 @@ def _classes(tool):
     return COCO, COCOeval, {}
 
 
-def _run(tool, gt, dt, out):
+def _run(tool, gt, dt, out, iou_type="bbox"):
     coco_cls, eval_cls, kw = _classes(tool)
     with contextlib.redirect_stdout(io.StringIO()):
         cgt = coco_cls(gt)
         cdt = cgt.loadRes(dt)
-        ev = eval_cls(cgt, cdt, "bbox", **kw)
+        ev = eval_cls(cgt, cdt, iou_type, **kw)
         t0 = time.perf_counter()
         ev.evaluate()
         ev.accumulate()
@@ -54,13 +55,16 @@ def _run(tool, gt, dt, out):
         json.dump({"stats_list": stats, "seconds": seconds}, f)
 
 
-RUNNERS = {k: (lambda tool: (lambda gt, dt, out: _run(tool, gt, dt, out)))(k) for k in LABELS}
+RUNNERS = {k: (lambda tool: (lambda gt, dt, out, iou_type="bbox":
+                             _run(tool, gt, dt, out, iou_type)))(k) for k in LABELS}
 
 
 def add_arguments(ap):
     ap.add_argument("--images", type=int, default=600)
     ap.add_argument("--dets-per-image", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--iou-type", choices=("bbox", "segm"), default="bbox",
+                    help="segm: the segm mode's RLE results (polygon ground truth)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workdir", default=runner.default_workdir("coco"))
     ap.add_argument("--python", default=sys.executable)
@@ -69,11 +73,16 @@ def add_arguments(ap):
 def run(args):
     os.makedirs(args.workdir, exist_ok=True)
     env = runner.child_env(args.workdir)
-    d, gt, dt, info = runner.in_subprocess(ensure_data, args.workdir, args.images,
-                                           args.dets_per_image, args.seed, False)
-    print(f"=== compat: {args.images} images, {info['gt']} GT, {info['dets']} results "
-          f"({info['categories_used']} categories); evaluate()+accumulate() in process",
-          flush=True)
+    if args.iou_type == "segm":
+        from benchmarks.segm import _prepare
+        d, gt, dt, info = runner.in_subprocess(_prepare, args.workdir, args.images,
+                                               args.dets_per_image, args.seed)
+    else:
+        d, gt, dt, info = runner.in_subprocess(ensure_data, args.workdir, args.images,
+                                               args.dets_per_image, args.seed, False)
+    print(f"=== compat ({args.iou_type}): {args.images} images, {info['gt']} GT, "
+          f"{info['dets']} results ({info['categories_used']} categories); "
+          f"evaluate()+accumulate() in process", flush=True)
     runner.warm_imports(args.python, env, ["pycocotools.cocoeval", "faster_coco_eval",
                                            "deteval.compat"], deteval_cli=None)
     note = runner.load_note()
@@ -81,8 +90,8 @@ def run(args):
         print(note)
     cmds, outs, inproc = {}, {}, {k: [] for k in LABELS}
     for k in LABELS:
-        outs[k] = os.path.join(d, f"out-compat-{k}.json")
-        cmds[k] = runner.runner_cmd(args.python, MODE, k, gt, dt, outs[k])
+        outs[k] = os.path.join(d, f"out-compat-{args.iou_type}-{k}.json")
+        cmds[k] = runner.runner_cmd(args.python, MODE, k, gt, dt, outs[k], args.iou_type)
     walls, rss, failed = {k: [] for k in LABELS}, {k: [] for k in LABELS}, {}
     names = list(LABELS)
     for r in range(args.repeat):
