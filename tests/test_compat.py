@@ -589,3 +589,53 @@ def test_batched_rasterisation_equals_ann_to_rle_one_by_one(seed):
         ref = masks_from_segmentations(rles, h, w, "x", "annotations")
         for f in ("counts", "offsets", "heights", "widths", "areas"):
             assert np.array_equal(getattr(fast, f), getattr(ref, f)), f
+
+
+# ------------------------------------------------------------------ random parameters
+
+def _random_edit(seed, gt):
+    img_ids = [im["id"] for im in gt["images"]]
+    cat_ids = [c["id"] for c in gt["categories"]]
+
+    def edit(p):  # the same edits on each call
+        rng = np.random.default_rng(1000 + seed)
+        if rng.random() < 0.6:
+            k = int(rng.integers(1, len(img_ids) + 1))
+            p.imgIds = [img_ids[i] for i in rng.permutation(len(img_ids))[:k]]
+        if rng.random() < 0.5:
+            k = int(rng.integers(1, len(cat_ids) + 1))
+            p.catIds = [cat_ids[i] for i in rng.permutation(len(cat_ids))[:k]]
+        if rng.random() < 0.5:
+            grid = np.round(np.arange(0.05, 1.0, 0.05), 2)
+            p.iouThrs = np.sort(rng.choice(grid, int(rng.integers(1, 6)), replace=False))
+        if rng.random() < 0.5:
+            p.maxDets = sorted(rng.choice([1, 2, 3, 5, 10, 20, 100], 3, replace=False).tolist())
+        if rng.random() < 0.4:
+            r = np.round(rng.random(int(rng.integers(1, 30))), 2)
+            p.recThrs = r if rng.random() < 0.5 else np.sort(r)  # any order
+        if rng.random() < 0.4:
+            edges = np.sort(rng.choice([0, 100, 400, 1024, 3000, 9216, 1e10], 3, replace=False))
+            p.areaRng = [[0, 1e10], [float(edges[0]), float(edges[1])],
+                         [float(edges[1]), float(edges[2])], [float(edges[0]), float(edges[2])]]
+        if rng.random() < 0.3:
+            p.useCats = 0
+
+    return edit
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_parameters_equal_pycocotools(seed):
+    case = coco_gen.generate_case(seed)
+    if not case.results:
+        pytest.skip("no results in this case")
+    gt = copy.deepcopy(case.gt)
+    if seed % 2:
+        for i, a in enumerate(gt["annotations"]):
+            a["id"] = i  # ids from 0: pycocotools' id rules are reproduced
+    check(gt, case.results, edit=_random_edit(seed, gt))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(6, 120))
+def test_random_parameters_sweep(seed):
+    test_random_parameters_equal_pycocotools(seed)

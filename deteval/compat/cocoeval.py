@@ -83,6 +83,26 @@ class Params:
         self.useSegm = None  # deprecated, as in pycocotools
 
 
+def _accumulate_any_order(matches, max_dets, rec_thrs):
+    """:func:`coco_accumulate` with recall thresholds in any order, as pycocotools reads them:
+    it stops at the first threshold (in the given order) that recall never reaches, leaving
+    that one and every later one at 0 (for increasing thresholds, exactly the unreachable
+    ones)."""
+    by_thr = np.argsort(rec_thrs, kind="stable")
+    pr, rc, sc = coco_accumulate(matches, max_dets, rec_thrs[by_thr], with_scores=True)
+    if np.array_equal(by_thr, np.arange(by_thr.shape[0])):
+        return pr, rc, sc
+    back = np.empty_like(by_thr)
+    back[by_thr] = np.arange(by_thr.shape[0])
+    pr, sc = pr[:, back], sc[:, back]
+    with np.errstate(invalid="ignore"):
+        unreached = rec_thrs[None, :, None, None, None] > rc[:, None]  # NaN: False
+    stopped = np.logical_or.accumulate(unreached, axis=1)
+    pr[stopped] = 0.0
+    sc[stopped] = 0.0
+    return pr, rc, sc
+
+
 class COCOeval:
     """pycocotools' ``COCOeval``: same constructor, parameters, methods and results.
 
@@ -325,15 +345,10 @@ class COCOeval:
         I0, A0 = len(pe.imgIds), len(pe.areaRng)
         T = len(p.iouThrs)
         rec_thrs = np.asarray(p.recThrs, dtype=np.float64).reshape(-1)
-        by_thr = np.argsort(rec_thrs, kind="stable")
-        back = np.empty_like(by_thr)
-        back[by_thr] = np.arange(by_thr.shape[0])
         nk, nm = len(k_list), len(m_list)
         for a, a0 in enumerate(a_list):
             m = _engine.matches_from_eval_imgs(self._evalImgs, k_list, a0, i_list, I0, A0, T)
-            pr, rc, sc = coco_accumulate(m, np.asarray(m_list, dtype=np.int64),
-                                         rec_thrs[by_thr], with_scores=True)
-            pr, sc = pr[:, back], sc[:, back]
+            pr, rc, sc = _accumulate_any_order(m, np.asarray(m_list, dtype=np.int64), rec_thrs)
             for arr in (pr, rc, sc):
                 arr[np.isnan(arr)] = -1
             precision[:, :, :nk, a, :nm] = pr[:, :, :, 0, :]
@@ -359,12 +374,7 @@ class COCOeval:
             m = CocoMatches(class_idx=m.class_idx[keep], scores=m.scores[keep],
                             image_key=m.image_key[keep], rank=m.rank[keep],
                             matched=m.matched[keep], ignored=m.ignored[keep], num_gt=num_gt)
-        by_thr = np.argsort(rec_thrs, kind="stable")
-        pr, rc, sc = coco_accumulate(m, max_dets, rec_thrs[by_thr], with_scores=True)
-        if not np.array_equal(by_thr, np.arange(by_thr.shape[0])):
-            back = np.empty_like(by_thr)
-            back[by_thr] = np.arange(by_thr.shape[0])
-            pr, sc = pr[:, back], sc[:, back]
+        pr, rc, sc = _accumulate_any_order(m, max_dets, rec_thrs)
         for arr in (pr, rc, sc):
             np.copyto(arr, -1.0, where=np.isnan(arr))
         return pr, rc, sc
