@@ -639,3 +639,41 @@ def test_random_parameters_equal_pycocotools(seed):
 @pytest.mark.parametrize("seed", range(6, 120))
 def test_random_parameters_sweep(seed):
     test_random_parameters_equal_pycocotools(seed)
+
+
+def _hand_built_flow(coco_cls, eval_cls, gt, results, edit=None):
+    with contextlib.redirect_stdout(io.StringIO()):
+        cg = coco_cls()
+        cg.dataset = copy.deepcopy(gt)
+        cg.createIndex()
+        cd = coco_cls()
+        cd.dataset = {"images": cg.dataset["images"], "categories": cg.dataset["categories"],
+                      "annotations": copy.deepcopy(results)}
+        cd.createIndex()
+        E = eval_cls(cg, cd, "bbox")
+        if edit is not None:
+            edit(E.params)
+        E.evaluate()
+        E.accumulate()
+        E.summarize()
+    return E
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_hand_built_results_with_ids_from_minus_one(seed):
+    """Detections with ids -1, 0, 1, ... (a results object built in memory): pycocotools
+    lets a later detection take the ground truth such a detection took."""
+    case = coco_gen.generate_case(seed)
+    if not case.results:
+        pytest.skip("no results in this case")
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(len(case.results)) - 1
+    results = [dict(r, id=int(i), area=r["bbox"][2] * r["bbox"][3], iscrowd=0)
+               for r, i in zip(case.results, ids)]
+    gt = copy.deepcopy(case.gt)
+    for i, a in enumerate(gt["annotations"]):
+        a["id"] = i
+    edit = _random_edit(seed, gt) if seed % 2 else None
+    ref = _hand_built_flow(RefCOCO, RefCOCOeval, gt, results, edit)
+    got = _hand_built_flow(COCO, COCOeval, gt, results, edit)
+    assert_same_eval(ref, got)
