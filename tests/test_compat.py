@@ -677,3 +677,23 @@ def test_hand_built_results_with_ids_from_minus_one(seed):
     ref = _hand_built_flow(RefCOCO, RefCOCOeval, gt, results, edit)
     got = _hand_built_flow(COCO, COCOeval, gt, results, edit)
     assert_same_eval(ref, got)
+
+
+@pytest.mark.parametrize("iou_type", ["bbox", "segm", "keypoints"])
+def test_empty_results_object(iou_type):
+    """``COCO()`` as the results (the torchvision flow's batch without detections)."""
+    gt = segkp.kp_case(0)[0] if iou_type == "keypoints" else segkp.segm_case(0)[0]
+    outs = []
+    for coco_cls, eval_cls in ((RefCOCO, RefCOCOeval), (COCO, COCOeval)):
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            cg = coco_cls()
+            cg.dataset = copy.deepcopy(gt)
+            cg.createIndex()
+            E = eval_cls(cg, coco_cls(), iou_type)
+            E.evaluate()
+            E.accumulate()
+            E.summarize()
+        outs.append((E, _timeless(text.getvalue())))
+    assert outs[0][1] == outs[1][1]
+    assert_same_eval(outs[0][0], outs[1][0])
