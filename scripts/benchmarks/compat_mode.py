@@ -1,5 +1,7 @@
-"""pycocotools drop-ins: evaluate()+accumulate() of deteval.compat vs pycocotools vs
-faster-coco-eval's COCOeval_faster (mode ``compat``).
+"""pycocotools drop-ins: deteval.compat vs pycocotools vs COCOeval_faster (mode ``compat``).
+
+``evaluate()`` + ``accumulate()`` of deteval.compat, pycocotools and faster-coco-eval's
+``COCOeval_faster``.
 
 The ``coco`` mode's generated data (default 600 images, 80 classes, 100 detections per
 image). Each tool runs as its own child process, alternating, on the same files: it loads
