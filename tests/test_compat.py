@@ -697,3 +697,24 @@ def test_empty_results_object(iou_type):
         outs.append((E, _timeless(text.getvalue())))
     assert outs[0][1] == outs[1][1]
     assert_same_eval(outs[0][0], outs[1][0])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_repeated_annotation_ids_as_pycocotools_and_fixed(seed):
+    """Ground truth whose annotation ids repeat (merged datasets): pycocotools looks each
+    one up by id and evaluates the last record with that id in place of the others."""
+    case = coco_gen.generate_case(seed)
+    if not case.results:
+        pytest.skip("no results in this case")
+    gt = copy.deepcopy(case.gt)
+    anns = gt["annotations"]
+    for i in range(1, len(anns), 3):
+        anns[i]["id"] = anns[i - 1]["id"]
+    check(gt, case.results)
+    fixed, _ = run_flow(COCO, COCOeval, gt, case.results, fixes=True)
+    native = deteval.evaluate_coco(copy.deepcopy(gt), copy.deepcopy(case.results)).to_dict()
+    for name, v in zip(STATS, fixed.stats):
+        ref = native["stats"][name]
+        assert (v == -1) == (ref is None), name
+        if ref is not None:
+            assert abs(v - ref) <= 1e-12, (name, v, ref)

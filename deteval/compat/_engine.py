@@ -112,14 +112,28 @@ def _numeric_ids(anns: list) -> Optional[np.ndarray]:
         return None
 
 
-def _select(coco, img_ids, cat_pos) -> tuple:
+def _select(coco, img_ids, cat_pos, by_id: bool = True) -> tuple:
     """Annotations of ``coco`` on ``img_ids`` (in that order, file order within an image)
-    whose category is in ``cat_pos``; returns ``(anns, image_idx, cat_idx)``."""
+    whose category is in ``cat_pos``; returns ``(anns, image_idx, cat_idx)``.
+
+    With ``by_id`` and annotation ids that repeat, each annotation is looked up by its id as
+    pycocotools does (``loadAnns(getAnnIds(...))``): the last record with that id stands for
+    every record with it, in the image of that record."""
     index = coco.imgToAnns
     per_image = [index.get(i, ()) for i in img_ids]
     counts = np.fromiter((len(x) for x in per_image), np.int64, len(per_image))
     anns = [a for x in per_image for a in x]
     image_idx = np.repeat(np.arange(len(img_ids), dtype=np.int64), counts)
+    table = coco.anns
+    if by_id and len(table) != len(coco.dataset.get("annotations", ())):
+        anns = [table[a["id"]] for a in anns]  # repeated ids: pycocotools' reading
+        img_pos = {v: i for i, v in enumerate(img_ids)}
+        image_idx = np.fromiter((img_pos.get(a["image_id"], -1) for a in anns), np.int64,
+                                len(anns))
+        order = np.argsort(image_idx, kind="stable")
+        order = order[image_idx[order] >= 0]
+        anns = [anns[j] for j in order]
+        image_idx = image_idx[order]
     cat_idx = np.fromiter((cat_pos.get(a["category_id"], -1) for a in anns), np.int64,
                           len(anns))
     keep = cat_idx >= 0
@@ -224,8 +238,8 @@ def build_state(coco_gt, coco_dt, p, fixes: bool) -> EvalState:
     for k, c in enumerate(cat_ids):
         cat_pos.setdefault(c, k)
     iou_type = p.iouType
-    gt_anns, g_img, g_cat = _select(coco_gt, img_ids, cat_pos)
-    dt_anns, d_img, d_cat = _select(coco_dt, img_ids, cat_pos)
+    gt_anns, g_img, g_cat = _select(coco_gt, img_ids, cat_pos, not fixes)
+    dt_anns, d_img, d_cat = _select(coco_dt, img_ids, cat_pos, not fixes)
     if not use_cats:  # one class, an image's objects gathered category by category
         Kc = max(len(cat_ids), 1)
         g_ord = np.argsort(g_img * Kc + g_cat, kind="stable")

@@ -118,7 +118,8 @@ class COCOeval:
         ``params.maxDets[-1]`` and the AR lines at each ``params.maxDets`` value (keypoints:
         at ``params.maxDets[-1]`` rather than a fixed 20); keypoints with ``useCats=0`` are
         matched by OKS across categories (pycocotools looks the OKS up under category -1,
-        finds none and matches nothing).
+        finds none and matches nothing); annotations whose ids repeat are each evaluated
+        (pycocotools looks annotations up by id: the last record with an id stands for all).
 
     Attributes
     ----------
