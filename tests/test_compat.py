@@ -718,3 +718,10 @@ def test_repeated_annotation_ids_as_pycocotools_and_fixed(seed):
         assert (v == -1) == (ref is None), name
         if ref is not None:
             assert abs(v - ref) <= 1e-12, (name, v, ref)
+
+
+def test_pycocotools_own_coco_objects_are_accepted():
+    """deteval's COCOeval on pycocotools' COCO objects (code that builds them elsewhere)."""
+    ref, _ = run_flow(RefCOCO, RefCOCOeval, DEMO_GT, DEMO_SEGM, "segm")
+    mixed, _ = run_flow(RefCOCO, COCOeval, DEMO_GT, DEMO_SEGM, "segm")
+    assert_same_eval(ref, mixed, eval_imgs=False)
