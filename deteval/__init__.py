@@ -17,7 +17,7 @@ _LAZY = {
     "precision_recall_at_k": "ap", "average_precision_raw": "ap", "fbeta_score": "ap",
 }
 _SUBMODULES = {"io", "testing", "evaluate", "metric", "compare", "report", "tables", "ap",
-               "match", "cli", "errors", "lvis"}
+               "match", "cli", "errors", "lvis", "compat"}
 
 __all__ = ["__version__", "InputError", "evaluate_voc", "evaluate_coco", "VocReport",
            "CocoReport", "MeanAveragePrecision", "MetricInputError", "compare_reports",

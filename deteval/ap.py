@@ -224,8 +224,8 @@ def coco_rank_order(matches: CocoMatches) -> np.ndarray:
 
 
 def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
-                    rec_thresholds: np.ndarray = COCO_RECALL_THRESHOLDS
-                    ) -> Tuple[np.ndarray, np.ndarray]:
+                    rec_thresholds: np.ndarray = COCO_RECALL_THRESHOLDS,
+                    with_scores: bool = False):
     """pycocotools' ``accumulate``: precision and recall arrays.
 
     For class ``k``, area range ``a`` and max-detections ``m``: each image's first
@@ -244,6 +244,8 @@ def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
     matches : CocoMatches
     max_dets : ndarray of int64, shape (M,)
     rec_thresholds : ndarray of float64, shape (R,)
+    with_scores : bool
+        Also return pycocotools' ``eval['scores']``.
 
     Returns
     -------
@@ -251,15 +253,21 @@ def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
         NaN where the class has no non-ignored GT for that area range.
     recall : ndarray of float64, shape (T, K, A, M)
         NaN likewise.
+    scores : ndarray of float64, shape (T, R, K, A, M), only with ``with_scores``
+        The score of the ranked detection at which recall first reaches ``r``: the first
+        TP with ``rc >= r`` (for ``r <= 0``, the first ranked detection, whatever its
+        outcome); 0 where recall never reaches ``r``; NaN where precision is.
     """
     N, A, T = matches.matched.shape
     K = matches.num_gt.shape[0]
     R, M = rec_thresholds.shape[0], max_dets.shape[0]
     precision = np.full((T, R, K, A, M), np.nan)
     recall = np.full((T, K, A, M), np.nan)
+    score_at = np.full((T, R, K, A, M), np.nan) if with_scores else None
     order = coco_rank_order(matches)
     cls = matches.class_idx[order]
     rank = matches.rank[order]
+    ranked_scores = matches.scores[order]
     class_start = np.searchsorted(cls, np.arange(K))  # first ranked position of each class
     eps = np.spacing(1)
     counted = ~matches.ignored  # (N, A, T), record order
@@ -320,7 +328,43 @@ def coco_accumulate(matches: CocoMatches, max_dets: np.ndarray,
             rec[:, ~present] = np.nan
             precision[:, :, :, a, m] = prec.transpose(0, 2, 1)
             recall[:, :, a, m] = rec
+            if with_scores:
+                score_at[:, :, :, a, m] = _scores_at_recall(
+                    key, ranked_scores[p_i], ranked_scores, cls, sel, present, rec_thresholds,
+                    T, K).transpose(0, 2, 1)
+    if with_scores:
+        return precision, recall, score_at
     return precision, recall
+
+
+def _scores_at_recall(key, tp_scores, ranked_scores, cls, sel, present, rec_thresholds, T, K
+                      ) -> np.ndarray:
+    """pycocotools' ``scores`` of one (area range, max dets) cell, shape (T, K, R).
+
+    ``key = (t * K + k) * (R + 1) + j`` of each TP in (t, class, rank) order, ``j`` the
+    number of recall thresholds its recall reaches: the score at threshold ``r`` is that of
+    the first TP with ``j > r``, a backward fill over ``j``."""
+    R = rec_thresholds.shape[0]
+    filled = np.zeros((T, K, R + 2))
+    have = np.zeros((T, K, R + 2), dtype=bool)
+    if key.shape[0]:
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        flat = (key[starts] // (R + 1)) * (R + 2) + key[starts] % (R + 1)
+        filled.ravel()[flat] = tp_scores[starts]
+        have.ravel()[flat] = True
+    have[:, :, R + 1] = True  # sentinel: score 0 where recall never reaches r
+    pos = np.where(have, np.arange(R + 2), R + 1)
+    nxt = np.minimum.accumulate(pos[:, :, ::-1], axis=2)[:, :, ::-1]
+    out = np.take_along_axis(filled, nxt, axis=2)[:, :, 1:R + 1]
+    # thresholds r <= 0 are reached at the first ranked detection, TP or not
+    sel_pos = np.flatnonzero(sel)
+    first_k, first_at = np.unique(cls[sel_pos], return_index=True)
+    low = rec_thresholds <= 0
+    if low.any() and first_k.shape[0]:
+        top = ranked_scores[sel_pos[first_at]]
+        out[:, first_k[:, None], np.flatnonzero(low)[None, :]] = top[:, None]
+    out[:, ~present] = np.nan
+    return out
 
 
 _AREA_SUFFIX = {"small": "s", "medium": "m", "large": "l"}

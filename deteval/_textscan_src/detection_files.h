@@ -89,6 +89,11 @@ scan_detection_files(PyObject *self, PyObject *args)
         counts[k] = 0;
         if (xs_read_file_limit(cpath[k], &buf, &cap, &len, (size_t)-1) != 0)
             continue;
+        if (len >= 3 && buf[0] == 0xEF && buf[1] == 0xBB && buf[2] == 0xBF) {
+            /* a UTF-8 byte-order mark (files written on Windows): skipped */
+            memmove(buf, buf + 3, len - 3);
+            len -= 3;
+        }
         rows = (Py_ssize_t)(len / 12) + 1;
         if (rows > max_file_rows || rows > max_rows - total || memchr(buf, 0, len) != NULL)
             continue;

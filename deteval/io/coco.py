@@ -176,6 +176,42 @@ def _int_column(records, key, source, section) -> np.ndarray:
     return col.astype(np.int64, copy=False)
 
 
+def _id_column(records, key, source, section) -> np.ndarray:
+    """Image ids: all integers (int64) or all strings (a numpy str array, which sorts as
+    pycocotools sorts string ids: ``"10"`` before ``"9"``); mixed types name the first
+    record whose id is not of the first record's type."""
+    try:
+        values = [r[key] for r in records]
+    except (KeyError, TypeError):
+        return _int_column(records, key, source, section)  # names the bad record
+    is_str = [isinstance(v, str) for v in values]
+    if not any(is_str):
+        return _int_column(records, key, source, section)
+    if not all(is_str):
+        i = next(j for j, v in enumerate(is_str) if v != is_str[0])
+        kind = "a string" if is_str[0] else "an integer"
+        raise InputError(expected(key, f"{kind} like the first record's `{key}` (ids of one "
+                                  f"type: all integers or all strings)", values[i]), source,
+                         _where(section, i, records[i]))
+    return np.array(values, dtype=str).reshape(len(values))
+
+
+def _id_text(v) -> str:
+    return repr(str(v)) if isinstance(v, (str, np.str_)) else str(int(v))
+
+
+def _same_id_type(ids: np.ndarray, table: np.ndarray, records, key, source, section) -> None:
+    """Ids that look up ``table`` (the ground truth's image ids) must be of its type."""
+    if not len(ids) or (ids.dtype.kind == "U") == (table.dtype.kind == "U"):
+        return
+    want = "a string" if table.dtype.kind == "U" else "an integer"
+    i = 0
+    rec = records[i] if records is not None else {key: ids[0].item()}
+    raise InputError(expected(key, f"{want} like the ground truth's image ids",
+                              rec.get(key) if isinstance(rec, dict) else ids[0].item()),
+                     source, _where(section, i, rec))
+
+
 def _float_column(records, key, source, section, wanted="a finite number") -> np.ndarray:
     try:
         col = np.array([r[key] for r in records])
@@ -234,7 +270,7 @@ def _check_unique(ids: np.ndarray, records, source, section) -> None:
     dup = np.flatnonzero(s[1:] == s[:-1])
     if dup.shape[0]:
         first, second = int(order[dup[0]]), int(order[dup[0] + 1])
-        raise InputError(f"Expected unique ids but got id {int(s[dup[0]])} twice "
+        raise InputError(f"Expected unique ids but got id {_id_text(s[dup[0]])} twice "
                          f"({section}[{first}] and {section}[{second}])", source,
                          f"{section}[{second}]")
 
@@ -268,7 +304,7 @@ def load_coco_ground_truth(source: Source) -> GroundTruth:
     anns = _section(data, "annotations", name)
     cats = _section(data, "categories", name)
 
-    image_ids = _int_column(images, "id", name, "images")
+    image_ids = _id_column(images, "id", name, "images")
     _check_unique(image_ids, images, name, "images")
     cat_ids = _int_column(cats, "id", name, "categories")
     _check_unique(cat_ids, cats, name, "categories")
@@ -281,7 +317,8 @@ def load_coco_ground_truth(source: Source) -> GroundTruth:
     class_ids = cat_ids[corder]
     class_names = tuple(cat_names[i] for i in corder)
 
-    ann_image = _int_column(anns, "image_id", name, "annotations")
+    ann_image = _id_column(anns, "image_id", name, "annotations")
+    _same_id_type(ann_image, image_ids, anns, "image_id", name, "annotations")
     ann_cat = _int_column(anns, "category_id", name, "annotations")
     boxes = _box_column(anns, name, "annotations")
     if anns and all("area" in a for a in anns):
@@ -349,7 +386,7 @@ def _ground_truth_from_columns(image_ids, class_ids, class_names, ann_image, ann
     if (image_idx < 0).any():
         i = int(np.flatnonzero(image_idx < 0)[0])
         raise InputError(f"Expected `image_id` to be one of the ids in `images` but got "
-                         f"{int(ann_image[i])}", name, where(i))
+                         f"{_id_text(ann_image[i])}", name, where(i))
     class_idx = _index(class_ids, np.arange(class_ids.shape[0]), ann_cat)
     if (class_idx < 0).any():
         i = int(np.flatnonzero(class_idx < 0)[0])
@@ -402,7 +439,8 @@ def load_coco_results(source: Source, gt: GroundTruth) -> Detections:
             hint = " (a dataset-style file? its `annotations` list is the results list)"
         raise InputError(expected("results", "a JSON list of {image_id, category_id, bbox, "
                                   "score}", type(data).__name__) + hint, name)
-    img = _int_column(data, "image_id", name, "results")
+    img = _id_column(data, "image_id", name, "results")
+    _same_id_type(img, gt.image_ids, data, "image_id", name, "results")
     cat = _int_column(data, "category_id", name, "results")
     boxes = _box_column(data, name, "results")
     scores = _float_column(data, "score", name, "results", "a finite number")
@@ -422,12 +460,13 @@ def _scanned_results(raw: bytes):
 
 def _detections_from_columns(img, cat, boxes, scores, gt: GroundTruth, name: str) -> Detections:
     n = scores.shape[0]
+    _same_id_type(img, gt.image_ids, None, "image_id", name, "results")
     iorder = np.argsort(gt.image_ids, kind="stable")
     image_idx = _index(gt.image_ids[iorder], iorder, img)
     if (image_idx < 0).any():
         bad = np.unique(img[image_idx < 0])
         i = int(np.flatnonzero(image_idx < 0)[0])
-        shown = ", ".join(str(int(b)) for b in bad[:10]) + (" ..." if bad.shape[0] > 10 else "")
+        shown = ", ".join(_id_text(b) for b in bad[:10]) + (" ..." if bad.shape[0] > 10 else "")
         raise InputError(f"Expected `image_id` to be an image of the ground truth but got "
                          f"{bad.shape[0]} unknown id(s): {shown}", name, f"results[{i}]")
     class_idx = _index(gt.class_ids, np.arange(gt.class_ids.shape[0]), cat)

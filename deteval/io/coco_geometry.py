@@ -131,7 +131,8 @@ def load_results_geometry(source, gt: GroundTruth, iou_type: str) -> Detections:
         raise InputError(expected("results", "a JSON list of results", type(data).__name__),
                          name)
     n = len(data)
-    img = coco_io._int_column(data, "image_id", name, "results")
+    img = coco_io._id_column(data, "image_id", name, "results")
+    coco_io._same_id_type(img, gt.image_ids, data, "image_id", name, "results")
     cat = coco_io._int_column(data, "category_id", name, "results")
     scores = coco_io._float_column(data, "score", name, "results")
     with_box = n > 0 and isinstance(data[0], dict) and "bbox" in data[0] and data[0]["bbox"] != []

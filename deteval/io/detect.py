@@ -365,6 +365,8 @@ def load_named_coco_results(path, gt: GroundTruth) -> Detections:
     """A COCO results list whose ``image_id`` is an id, a file name or a file stem, and
     whose ``category_id`` is an id (or a class name)."""
     from . import coco
+    if _string_ids(gt):  # results name images by those ids: the COCO reader's rules
+        return coco.load_coco_results(path, gt)
     try:
         return coco.load_coco_results(path, gt)  # integer ids: the fast reader
     except InputError:
@@ -448,11 +450,14 @@ def load_pair(ground_truth, results, *, split: Optional[str] = None,
     """``(gt, det, warnings)`` of any ground truth and results formats, or None when both
     are COCO JSON files and no option needs this path (the ordinary COCO readers then run,
     with segm and keypoints)."""
-    if split is None and classes_file is None and _coco_side(ground_truth, _OTHER_GT) and \
-            _coco_side(results, ()) and (not Path(results).is_file() or _integer_ids(results)):
+    both_coco = (split is None and classes_file is None and _coco_side(ground_truth, _OTHER_GT)
+                 and _coco_side(results, ()))
+    if both_coco and (not Path(results).is_file() or _integer_ids(results)):
         return None
     classes = read_class_file(classes_file) if classes_file is not None else None
     gt = load_ground_truth(ground_truth, split=split, classes=classes)
+    if both_coco and _string_ids(gt):
+        return None  # string image ids in both COCO files: the COCO readers (segm too)
     det = load_results(results, gt)
     warnings = list(gt.sources.get("warnings", [])) + list(det.sources.get("warnings", []))
     if gt.sources.get("format") == "voc" and gt.sources.get("class_order") != "--classes" \
@@ -481,6 +486,11 @@ def _coco_side(path, other_kinds) -> bool:
         return _sniff_file(p) not in other_kinds
     except InputError:
         return True
+
+
+def _string_ids(gt: GroundTruth) -> bool:
+    """True when the ground truth's image ids are strings (pycocotools sorts them as such)."""
+    return np.asarray(gt.image_ids).dtype.kind in "OUS"
 
 
 def _integer_ids(path) -> bool:

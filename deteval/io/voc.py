@@ -79,7 +79,7 @@ def read_imageset(path: PathLike) -> List[str]:
     its ground truth twice) or on a file that is not text.
     """
     path = Path(path)
-    data = _read_text_bytes(path)
+    data = _strip_bom(_read_text_bytes(path))
     tokens = data.split()
     if len(tokens) == sum(1 for line in data.splitlines() if line.strip()):
         # one token per non-blank line (the usual file): no per-line work
@@ -103,6 +103,14 @@ def read_imageset(path: PathLike) -> List[str]:
 
 def _read_text_bytes(path) -> bytes:
     return read_input(path, "text file")
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _strip_bom(data: bytes) -> bytes:
+    """The bytes without a leading UTF-8 byte-order mark (files written on Windows)."""
+    return data[3:] if data.startswith(_UTF8_BOM) else data
 
 
 def _parse_xml(path: Path, data: Optional[bytes] = None) -> "etree._Element":
@@ -475,8 +483,10 @@ def _detection_columns(data: bytes, path: Path, use_c: bool = True):
     """``_parse_detection_file`` of the file's bytes, with the image ids as raw bytes
     (a numpy ``S`` array). The C scanner is used when built; on anything it does not
     accept (or a value check fails) the Python parser reruns on the same bytes, so
-    results and error messages are those of the Python parser.
+    results and error messages are those of the Python parser. A leading UTF-8
+    byte-order mark is skipped.
     """
+    data = _strip_bom(data)
     if use_c and _textscan is not None:
         found = _scan_detections_c(data)
         if found is not None:
