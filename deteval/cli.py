@@ -454,13 +454,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``deteval`` console script."""
     args = _parser().parse_args(argv)
     try:
-        return _run(args)
+        code = _run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except InputError as exc:
         print(f"deteval: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("deteval: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`deteval ... | head`): no traceback
+        import os
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more reaches the closed pipe
+        return 141  # as a shell reports SIGPIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

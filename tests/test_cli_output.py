@@ -56,3 +56,23 @@ def test_table_and_json_agree(tmp_path):
 def test_version():
     proc = run("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("deteval ")
+
+
+def test_closed_pipe_is_not_a_traceback(monkeypatch, capsys):
+    """`deteval ... | head -1`: the reader has closed the pipe; deteval stops quietly with
+    the shell's SIGPIPE status instead of a BrokenPipeError traceback."""
+    from deteval.cli import main
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader went away
+    pipe = os.fdopen(write_end, "w")
+    monkeypatch.setattr(sys, "stdout", pipe)
+    try:
+        code = main(["voc", str(VOC / "VOC2007"), str(VOC / "results"), "--imageset", "test"])
+    finally:
+        monkeypatch.undo()
+        try:
+            pipe.close()
+        except OSError:
+            pass
+    assert code == 141
+    assert "Traceback" not in capsys.readouterr().err
