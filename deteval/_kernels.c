@@ -1092,6 +1092,9 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------ bootstrap replicates */
+#include "_kernels_src/bootstrap.h"
+
 static PyMethodDef methods[] = {
     {"rank_order", (PyCFunction)(void (*)(void))rank_order, METH_VARARGS | METH_KEYWORDS,
      "rank_order(major, scores, tie) -> bytearray of int64: np.lexsort((tie, -scores, major))\n"
@@ -1112,6 +1115,11 @@ static PyMethodDef methods[] = {
     {"oks_terms", (PyCFunction)(void (*)(void))oks_terms, METH_VARARGS | METH_KEYWORDS,
      "oks_terms(det_x, det_y, gt_x, gt_y, gt_visible, gt_box, gt_area_eps, pair_det, pair_gt,\n"
      "variances) -> (neg_e, counts): computeOks' exponents per pair, left-aligned."},
+    {"boot_curves", (PyCFunction)(void (*)(void))boot_curves, METH_VARARGS | METH_KEYWORDS,
+     "boot_curves(item_image, item_mmin, item_flags, item_dyn, dyn_tp, dyn_fp, class_start,\n"
+     "block_start, block_mixed, draws, npig, thresholds, num_images, num_areas,\n"
+     "num_thresholds, num_maxdets, mode) -> (value, tp) bytearrays of float64: bootstrap\n"
+     "replicates' envelope sums and TP counts (see _kernels_src/bootstrap.h)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

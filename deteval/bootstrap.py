@@ -1,22 +1,38 @@
-"""Image-level bootstrap of COCO figures from match records (issue 16, partial).
+"""Image-level bootstrap of COCO and VOC figures from match records (issue 16).
 
 Replicate ``b`` resamples images with replacement: the draws are row ``b`` of
 ``numpy.random.default_rng(seed).integers(0, I, size=(samples, I))``, indices into
 the image keys (ascending image ids). Each draw is a distinct image numbered by its
-draw position, so tied scores across images are ordered by draw position, then by
-rank within the image -- exactly pycocotools on the explicitly resampled dataset
-whose image ``j`` is the ``j``-th draw.
+draw position, so tied scores across images -- copies of one image included -- are
+ordered by draw position, then by the order within the image (COCO: rank, the
+image's stable score order; VOC: position in the detection files): exactly
+pycocotools on the explicitly resampled dataset whose image ``j`` is the ``j``-th
+draw (VOC: the devkit on files written in draw order).
 
-Matching is per image, so it is never re-run: each replicate's records are the
-original records of the drawn images, relabelled with their draw position, and
-accumulated by :func:`deteval.ap.coco_accumulate`. Memory is one replicate's
-records at a time; it does not grow with ``samples``.
+Matching is per image, so it is never re-run. Two ways to get a replicate's figures
+from the original records:
+
+* the reference (:func:`resample_coco_matches`, :func:`resample_voc_matches`): the
+  original records of the drawn images, relabelled with their draw position and
+  accumulated by :func:`deteval.ap.coco_accumulate` / :func:`deteval.ap.summarize_voc`;
+* the weighted path (:func:`coco_replicate_figures`, :func:`voc_replicate_figures`):
+  records ranked once; a replicate's counts are cumulative sums of image weights
+  (an image drawn ``k`` times has weight ``k``), and only runs of tied scores that mix
+  true and false positives are expanded copy by copy in draw order (the compiled
+  ``_kernels.boot_curves``). Memory: ``O(N + block * (I + cells))``, never
+  ``samples x detections``.
+
+References
+----------
+.. [1] B. Efron, R. Tibshirani, "An Introduction to the Bootstrap", 1993 (percentile
+   intervals, ch. 13).
 """
-from dataclasses import replace
-from typing import Dict, Iterator, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._native import kernels as _kernels  # None without it: the reference path runs
 from .errors import InputError, expected
 from .match import CocoMatches
 
@@ -131,3 +147,329 @@ def coco_bootstrap(matches: CocoMatches, gt_counts: np.ndarray, summarize,
     return {"method": "image bootstrap", "samples": samples, "seed": seed,
             "confidence": confidence, "intervals": intervals, "null_replicates": nulls,
             "replicates": replicates}
+
+
+# ----------------------------------------------------------------- weighted path
+
+#: Replicates evaluated per call of the compiled kernel.
+_BLOCK = 64
+
+
+def iter_draw_blocks(num_images: int, samples: int, seed: int = 0, block: int = _BLOCK
+                     ) -> Iterator[np.ndarray]:
+    """The rows of :func:`replicate_draws`, ``block`` rows at a time.
+
+    One generator drawing ``(block, I)`` after ``(block, I)`` gives the same rows as
+    one ``(samples, I)`` call (tested), so memory stays ``O(block * I)``.
+    """
+    rng = np.random.default_rng(seed)
+    for start in range(0, samples, block):
+        yield rng.integers(0, num_images, size=(min(block, samples - start), num_images))
+
+
+@dataclass(frozen=True)
+class RankedItems:
+    """Match records ranked once for the weighted path (:func:`rank_items`).
+
+    Attributes
+    ----------
+    image : ndarray of int64, shape (N,)
+        Image key of each ranked record.
+    mmin : ndarray of uint8, shape (N,)
+        First max-dets index keeping the record (``rank < max_dets[m]``).
+    flags : ndarray of uint8, shape (N,)
+        Bit ``a``: false positive at every threshold in area range ``a``; bit 7: the
+        outcomes vary with the threshold (row ``dyn`` of ``dyn_tp``/``dyn_fp``).
+    dyn : ndarray of int64, shape (N,)
+    dyn_tp, dyn_fp : ndarray of uint64, shape (D, A)
+        Bit ``t``: true (false) positive at threshold ``t``.
+    class_start : ndarray of int64, shape (K + 1,)
+    block_start : ndarray of int64, shape (NB + 1,)
+        Runs of equal score within a class.
+    block_mixed : ndarray of uint8, shape (NB,)
+        The run holds a true and a false positive at some (area, threshold): its order
+        matters, so it is expanded in draw order.
+    """
+
+    image: np.ndarray
+    mmin: np.ndarray
+    flags: np.ndarray
+    dyn: np.ndarray
+    dyn_tp: np.ndarray
+    dyn_fp: np.ndarray
+    class_start: np.ndarray
+    block_start: np.ndarray
+    block_mixed: np.ndarray
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    """``(n, A, T)`` bool -> ``(n, A)`` uint64 with bit ``t`` = ``x[:, a, t]``."""
+    T = x.shape[2]
+    weights = np.left_shift(np.uint64(1), np.arange(T, dtype=np.uint64))
+    return np.bitwise_or.reduce(np.where(x, weights, np.uint64(0)), axis=2) if T else \
+        np.zeros(x.shape[:2], np.uint64)
+
+
+def rank_items(class_idx: np.ndarray, scores: np.ndarray, image_key: np.ndarray,
+               within: np.ndarray, tp: np.ndarray, fp: np.ndarray, mmin: np.ndarray,
+               num_classes: int) -> RankedItems:
+    """Rank records by (class, -score, image key, ``within``) and encode their outcomes.
+
+    Parameters
+    ----------
+    class_idx, image_key, within : ndarray of int64, shape (N,)
+    scores : ndarray of float64, shape (N,)
+    tp, fp : ndarray of bool, shape (N, A, T)
+        True / false positive at area range ``a`` and threshold ``t`` (neither: ignored).
+    mmin : ndarray of uint8, shape (N,)
+    """
+    n, A, T = tp.shape
+    order = np.lexsort((within, image_key, -scores, class_idx))
+    cls, sc = class_idx[order], scores[order]
+    tp, fp = tp[order], fp[order]
+    dynamic = tp.any(axis=(1, 2)) | (fp.any(axis=2) != fp.all(axis=2)).any(axis=1)
+    flags = np.zeros(n, dtype=np.uint8)
+    static_fp = fp[:, :, 0] if T else np.zeros((n, A), bool)
+    for a in range(A):
+        flags |= (static_fp[:, a] & ~dynamic).astype(np.uint8) << np.uint8(a)
+    flags[dynamic] |= np.uint8(0x80)
+    dyn = np.full(n, -1, dtype=np.int64)
+    rows = np.flatnonzero(dynamic)
+    dyn[rows] = np.arange(rows.shape[0])
+    dyn_tp, dyn_fp = _bits(tp[rows]), _bits(fp[rows])
+    class_start = np.searchsorted(cls, np.arange(num_classes + 1)).astype(np.int64)
+    new = np.ones(n, dtype=bool)
+    if n:
+        new[1:] = (cls[1:] != cls[:-1]) | (sc[1:] != sc[:-1])
+    starts = np.flatnonzero(new)
+    block_start = np.append(starts, n).astype(np.int64)
+    if n:
+        all_t = np.uint64((1 << T) - 1) if T < 64 else np.uint64(2 ** 64 - 1)
+        tp_m = np.zeros((n, A), np.uint64)
+        fp_m = np.where(static_fp & ~dynamic[:, None], all_t, np.uint64(0))
+        tp_m[rows], fp_m[rows] = dyn_tp, dyn_fp
+        mixed = (np.bitwise_or.reduceat(tp_m, starts, axis=0)
+                 & np.bitwise_or.reduceat(fp_m, starts, axis=0)).any(axis=1)
+    else:
+        mixed = np.zeros(0, dtype=bool)
+    return RankedItems(image=image_key[order].astype(np.int64), mmin=mmin[order].astype(np.uint8),
+                       flags=flags, dyn=dyn, dyn_tp=dyn_tp, dyn_fp=dyn_fp,
+                       class_start=class_start, block_start=block_start,
+                       block_mixed=mixed.astype(np.uint8))
+
+
+def rank_coco_items(matches: CocoMatches, max_dets: Sequence[int]) -> RankedItems:
+    """:func:`rank_items` of COCO records: ties within an image by rank."""
+    counted = ~matches.ignored
+    md = np.asarray(max_dets, dtype=np.int64)
+    mmin = np.searchsorted(md, matches.rank, side="right").astype(np.uint8)
+    return rank_items(matches.class_idx, matches.scores, matches.image_key, matches.rank,
+                      matches.matched & counted, ~matches.matched & counted, mmin,
+                      matches.num_gt.shape[0])
+
+
+def weighted_available(num_areas: int, num_thresholds: int) -> bool:
+    """Whether the compiled weighted path can run (else the reference path runs)."""
+    return _kernels is not None and 1 <= num_areas <= 7 and 1 <= num_thresholds <= 64
+
+
+def boot_curves(items: RankedItems, draws: np.ndarray, npig: np.ndarray,
+                thresholds: np.ndarray, num_areas: int, num_thresholds: int,
+                num_maxdets: int, mode: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The compiled kernel on a block of replicates.
+
+    Parameters
+    ----------
+    draws : ndarray of int64, shape (B, I)
+    npig : ndarray of int64, shape (B, K, A)
+        Counted ground truth of each replicate, class and area range.
+    mode : {0, 1, 2}
+        COCO, VOC07, VOC12 (see ``deteval/_kernels_src/bootstrap.h``).
+
+    Returns
+    -------
+    value, tp : ndarray of float64, shape (B, T, K, A, M)
+        COCO: the sum over recall thresholds of the interpolated precision; VOC07: the
+        sum of the 11 points; VOC12: the area under the envelope. ``tp``: final true
+        positives. NaN where ``npig == 0``.
+    """
+    B, I = draws.shape
+    K = items.class_start.shape[0] - 1
+    c = np.ascontiguousarray
+    v, t = _kernels.boot_curves(
+        item_image=c(items.image, np.int64), item_mmin=c(items.mmin, np.uint8),
+        item_flags=c(items.flags, np.uint8), item_dyn=c(items.dyn, np.int64),
+        dyn_tp=c(items.dyn_tp, np.uint64).ravel(), dyn_fp=c(items.dyn_fp, np.uint64).ravel(),
+        class_start=c(items.class_start, np.int64), block_start=c(items.block_start, np.int64),
+        block_mixed=c(items.block_mixed, np.uint8), draws=c(draws, np.int64),
+        npig=c(npig, np.int64), thresholds=c(thresholds, np.float64), num_images=I,
+        num_areas=num_areas, num_thresholds=num_thresholds, num_maxdets=num_maxdets,
+        mode=mode)
+    shape = (B, num_thresholds, K, num_areas, num_maxdets)
+    return (np.frombuffer(v, dtype=np.float64).reshape(shape),
+            np.frombuffer(t, dtype=np.float64).reshape(shape))
+
+
+def draw_weights(draws: np.ndarray) -> np.ndarray:
+    """Weight of each image in each replicate: ``bincount`` of each draw row, (B, I)."""
+    B, I = draws.shape
+    flat = (draws + (np.arange(B) * I)[:, None]).ravel()
+    return np.bincount(flat, minlength=B * I).reshape(B, I)
+
+
+def replicate_counts(weights: np.ndarray, per_image: np.ndarray) -> np.ndarray:
+    """``sum_i weights[b, i] * per_image[i, ...]``: shape ``(B,) + per_image.shape[1:]``."""
+    I = per_image.shape[0]
+    flat = per_image.reshape(I, -1).astype(np.float64)
+    out = weights.astype(np.float64) @ flat  # integers below 2**53: exact
+    return np.rint(out).astype(np.int64).reshape((weights.shape[0],) + per_image.shape[1:])
+
+
+def coco_figures_from_curves(value: np.ndarray, tp: np.ndarray, npig: np.ndarray,
+                             specs: Sequence[tuple], num_recall: int
+                             ) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+    """pycocotools' ``summarize`` of a block of replicates, from :func:`boot_curves`.
+
+    An AP figure is ``sum value / (nT * R * K_present)`` over its thresholds and the
+    classes present (``npig > 0``); an AR figure the mean of ``tp / npig`` over the
+    same; per class the same over its row. Equal to the means over pycocotools'
+    ``precision``/``recall`` arrays up to the order of summation.
+
+    Returns
+    -------
+    stats : dict name -> ndarray of float64, shape (B,)
+    per_class : dict name -> ndarray of float64, shape (B, K)
+        NaN where undefined.
+    """
+    B, T, K = value.shape[:3]
+    stats, per_class = {}, {}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for name, kind, t, a, m in specs:
+            if a is None:
+                stats[name] = np.full(B, np.nan)
+                per_class[name] = np.full((B, K), np.nan)
+                continue
+            ts = slice(None) if t is None else slice(t, t + 1)
+            nt = T if t is None else 1
+            present = npig[:, :, a] > 0  # (B, K)
+            n_present = present.sum(axis=1)
+            if kind == "AP":
+                cls_sum = value[:, ts, :, a, m].sum(axis=1)  # (B, K), NaN if absent
+                total = np.where(present, cls_sum, 0.0).sum(axis=1)
+                stats[name] = np.where(n_present > 0, total / (nt * num_recall * n_present),
+                                       np.nan)
+                per_class[name] = cls_sum / (nt * num_recall)
+            else:
+                rec = tp[:, ts, :, a, m] / npig[:, None, :, a]  # (B, nt, K)
+                cls_sum = rec.sum(axis=1)
+                total = np.where(present, cls_sum, 0.0).sum(axis=1)
+                stats[name] = np.where(n_present > 0, total / (nt * n_present), np.nan)
+                per_class[name] = cls_sum / nt
+    return stats, per_class
+
+
+class _Progress:
+    """A tqdm bar on stderr, only when stderr is a terminal, tqdm is installed and the
+    work is expected to take more than ``after`` seconds (judged after the first block)."""
+
+    def __init__(self, total: int, desc: str, after: float = 2.0):
+        import sys
+        import time
+        self.total, self.desc, self.after = total, desc, after
+        self.done, self.bar = 0, None
+        self.t0 = time.perf_counter()
+        self.tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+    def update(self, n: int) -> None:
+        import time
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        if not self.tty or self.done >= self.total:
+            return
+        spent = time.perf_counter() - self.t0
+        if spent / self.done * self.total <= self.after:
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self.tty = False
+            return
+        import sys
+        self.bar = tqdm(total=self.total, initial=self.done, desc=self.desc, unit="replicate",
+                        file=sys.stderr, leave=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def coco_replicate_figures(matches: CocoMatches, gt_counts: np.ndarray,
+                           iou_thresholds: np.ndarray, area_names: Sequence[str],
+                           max_dets: Sequence[int], rec_thresholds: np.ndarray,
+                           default_thresholds: bool = True, iou_type: str = "bbox",
+                           samples: int = 1000, seed: int = 0, method: str = "auto",
+                           progress: bool = True
+                           ) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+    """Every replicate's named COCO figures, overall and per class.
+
+    Parameters
+    ----------
+    matches : CocoMatches
+    gt_counts : ndarray of int64, shape (I, K, A)
+        From :func:`coco_gt_counts`.
+    iou_thresholds, area_names, max_dets, rec_thresholds, default_thresholds, iou_type
+        As :func:`deteval.ap.summarize_coco`.
+    method : {"auto", "weighted", "naive"}
+        The compiled weighted path, or the reference: each replicate's records
+        resampled explicitly (:func:`resample_coco_matches`) and summarized by
+        :func:`deteval.ap.summarize_coco`. ``auto``: weighted when available.
+
+    Returns
+    -------
+    stats : dict name -> ndarray of float64, shape (samples,)
+    per_class : dict name -> ndarray of float64, shape (samples, K)
+        NaN where a replicate's figure is undefined.
+    """
+    from .ap import coco_stat_specs, summarize_coco
+    I, K, A = gt_counts.shape
+    T = matches.matched.shape[2]
+    M, R = len(max_dets), rec_thresholds.shape[0]
+    md = np.asarray(max_dets, dtype=np.int64)
+    specs = coco_stat_specs(iou_thresholds, list(area_names), list(max_dets),
+                            default_thresholds, iou_type)
+    if method == "auto":
+        method = "weighted" if weighted_available(A, T) else "naive"
+    stats = {name: np.empty(samples) for name, *_ in specs}
+    per_class = {name: np.empty((samples, K)) for name, *_ in specs}
+    bar = _Progress(samples, "bootstrap") if progress else None
+    items = rank_coco_items(matches, md) if method == "weighted" else None
+    done = 0
+    try:
+        for draws in iter_draw_blocks(I, samples, seed):
+            B = draws.shape[0]
+            if method == "weighted":
+                npig = replicate_counts(draw_weights(draws), gt_counts)
+                value, tp = boot_curves(items, draws, npig, rec_thresholds, A, T, M, 0)
+                st, pc = coco_figures_from_curves(value, tp, npig, specs, R)
+                for name in stats:
+                    stats[name][done:done + B] = st[name]
+                    per_class[name][done:done + B] = pc[name]
+            else:
+                for b, row in enumerate(draws):
+                    rep = resample_coco_matches(matches, gt_counts, row)
+                    summary = summarize_coco(rep, iou_thresholds, area_names, md,
+                                             rec_thresholds, default_thresholds, iou_type)
+                    for name in stats:
+                        v = summary.stats[name]
+                        stats[name][done + b] = np.nan if v is None else v
+                        per_class[name][done + b] = [np.nan if x is None else x
+                                                     for x in summary.per_class[name]]
+            done += B
+            if bar is not None:
+                bar.update(B)
+    finally:
+        if bar is not None:
+            bar.close()
+    return stats, per_class
