@@ -173,14 +173,14 @@ class RankedItems:
 
     Attributes
     ----------
-    image : ndarray of int64, shape (N,)
+    image : ndarray of int32, shape (N,)
         Image key of each ranked record.
     mmin : ndarray of uint8, shape (N,)
         First max-dets index keeping the record (``rank < max_dets[m]``).
     flags : ndarray of uint8, shape (N,)
         Bit ``a``: false positive at every threshold in area range ``a``; bit 7: the
         outcomes vary with the threshold (row ``dyn`` of ``dyn_tp``/``dyn_fp``).
-    dyn : ndarray of int64, shape (N,)
+    dyn : ndarray of int32, shape (N,)
     dyn_tp, dyn_fp : ndarray of uint64, shape (D, A)
         Bit ``t``: true (false) positive at threshold ``t``.
     class_start : ndarray of int64, shape (K + 1,)
@@ -189,6 +189,9 @@ class RankedItems:
     block_mixed : ndarray of uint8, shape (NB,)
         The run holds a true and a false positive at some (area, threshold): its order
         matters, so it is expanded in draw order.
+    run_start : ndarray of int64, shape (NR + 1,)
+        The image-runs (records of one image) of the mixed blocks, in ranked order.
+    run_image : ndarray of int32, shape (NR,)
     """
 
     image: np.ndarray
@@ -200,6 +203,8 @@ class RankedItems:
     class_start: np.ndarray
     block_start: np.ndarray
     block_mixed: np.ndarray
+    run_start: np.ndarray
+    run_image: np.ndarray
 
 
 def _bits(x: np.ndarray) -> np.ndarray:
@@ -252,10 +257,19 @@ def rank_items(class_idx: np.ndarray, scores: np.ndarray, image_key: np.ndarray,
                  & np.bitwise_or.reduceat(fp_m, starts, axis=0)).any(axis=1)
     else:
         mixed = np.zeros(0, dtype=bool)
-    return RankedItems(image=image_key[order].astype(np.int64), mmin=mmin[order].astype(np.uint8),
-                       flags=flags, dyn=dyn, dyn_tp=dyn_tp, dyn_fp=dyn_fp,
+    image = image_key[order].astype(np.int32)
+    # image-runs of the mixed blocks: a new run at each block start or image change
+    in_mixed = np.repeat(mixed, np.diff(block_start))
+    run_new = new.copy()
+    if n:
+        run_new[1:] |= image[1:] != image[:-1]
+    run_first = np.flatnonzero(run_new & in_mixed)
+    return RankedItems(image=image, mmin=mmin[order].astype(np.uint8),
+                       flags=flags, dyn=dyn.astype(np.int32), dyn_tp=dyn_tp, dyn_fp=dyn_fp,
                        class_start=class_start, block_start=block_start,
-                       block_mixed=mixed.astype(np.uint8))
+                       block_mixed=mixed.astype(np.uint8),
+                       run_start=np.append(run_first, n).astype(np.int64),
+                       run_image=image[run_first].astype(np.int32))
 
 
 def rank_coco_items(matches: CocoMatches, max_dets: Sequence[int]) -> RankedItems:
@@ -297,11 +311,12 @@ def boot_curves(items: RankedItems, draws: np.ndarray, npig: np.ndarray,
     K = items.class_start.shape[0] - 1
     c = np.ascontiguousarray
     v, t = _kernels.boot_curves(
-        item_image=c(items.image, np.int64), item_mmin=c(items.mmin, np.uint8),
-        item_flags=c(items.flags, np.uint8), item_dyn=c(items.dyn, np.int64),
+        item_image=c(items.image, np.int32), item_mmin=c(items.mmin, np.uint8),
+        item_flags=c(items.flags, np.uint8), item_dyn=c(items.dyn, np.int32),
         dyn_tp=c(items.dyn_tp, np.uint64).ravel(), dyn_fp=c(items.dyn_fp, np.uint64).ravel(),
         class_start=c(items.class_start, np.int64), block_start=c(items.block_start, np.int64),
-        block_mixed=c(items.block_mixed, np.uint8), draws=c(draws, np.int64),
+        block_mixed=c(items.block_mixed, np.uint8), run_start=c(items.run_start, np.int64),
+        run_image=c(items.run_image, np.int32), draws=c(draws, np.int64),
         npig=c(npig, np.int64), thresholds=c(thresholds, np.float64), num_images=I,
         num_areas=num_areas, num_thresholds=num_thresholds, num_maxdets=num_maxdets,
         mode=mode)
