@@ -152,7 +152,7 @@ def coco_bootstrap(matches: CocoMatches, gt_counts: np.ndarray, summarize,
 # ----------------------------------------------------------------- weighted path
 
 #: Replicates evaluated per call of the compiled kernel.
-_BLOCK = 64
+_BLOCK = 32
 
 
 def iter_draw_blocks(num_images: int, samples: int, seed: int = 0, block: int = _BLOCK
@@ -420,6 +420,44 @@ class _Progress:
             self.bar.close()
 
 
+def _run_blocks(fn, blocks, threaded: bool, bar):
+    """``(first replicate, fn(draws))`` for each block of draws, in order; the compiled
+    kernel releases the GIL, so blocks run on up to ``os.cpu_count()`` threads (at most
+    two blocks in flight per thread: memory stays bounded)."""
+    import os
+    workers = min(os.cpu_count() or 1, 8) if threaded else 1
+    start = 0
+    try:
+        if workers == 1:
+            for draws in blocks:
+                yield start, fn(draws)
+                start += draws.shape[0]
+                if bar is not None:
+                    bar.update(draws.shape[0])
+            return
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(workers) as pool:
+            pending = deque()
+            for draws in blocks:
+                pending.append((draws.shape[0], pool.submit(fn, draws)))
+                while len(pending) >= 2 * workers:
+                    n, fut = pending.popleft()
+                    yield start, fut.result()
+                    start += n
+                    if bar is not None:
+                        bar.update(n)
+            while pending:
+                n, fut = pending.popleft()
+                yield start, fut.result()
+                start += n
+                if bar is not None:
+                    bar.update(n)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 def coco_replicate_figures(matches: CocoMatches, gt_counts: np.ndarray,
                            iou_thresholds: np.ndarray, area_names: Sequence[str],
                            max_dets: Sequence[int], rec_thresholds: np.ndarray,
@@ -460,31 +498,29 @@ def coco_replicate_figures(matches: CocoMatches, gt_counts: np.ndarray,
     per_class = {name: np.empty((samples, K)) for name, *_ in specs}
     bar = _Progress(samples, "bootstrap") if progress else None
     items = rank_coco_items(matches, md) if method == "weighted" else None
-    done = 0
-    try:
-        for draws in iter_draw_blocks(I, samples, seed):
-            B = draws.shape[0]
-            if method == "weighted":
-                npig = replicate_counts(draw_weights(draws), gt_counts)
-                value, tp = boot_curves(items, draws, npig, rec_thresholds, A, T, M, 0)
-                st, pc = coco_figures_from_curves(value, tp, npig, specs, R)
-                for name in stats:
-                    stats[name][done:done + B] = st[name]
-                    per_class[name][done:done + B] = pc[name]
-            else:
-                for b, row in enumerate(draws):
-                    rep = resample_coco_matches(matches, gt_counts, row)
-                    summary = summarize_coco(rep, iou_thresholds, area_names, md,
-                                             rec_thresholds, default_thresholds, iou_type)
-                    for name in stats:
-                        v = summary.stats[name]
-                        stats[name][done + b] = np.nan if v is None else v
-                        per_class[name][done + b] = [np.nan if x is None else x
-                                                     for x in summary.per_class[name]]
-            done += B
-            if bar is not None:
-                bar.update(B)
-    finally:
-        if bar is not None:
-            bar.close()
+
+    def weighted(draws):
+        npig = replicate_counts(draw_weights(draws), gt_counts)
+        value, tp = boot_curves(items, draws, npig, rec_thresholds, A, T, M, 0)
+        return coco_figures_from_curves(value, tp, npig, specs, R)
+
+    def naive(draws):
+        st = {name: np.empty(draws.shape[0]) for name in stats}
+        pc = {name: np.empty((draws.shape[0], K)) for name in stats}
+        for b, row in enumerate(draws):
+            rep = resample_coco_matches(matches, gt_counts, row)
+            summary = summarize_coco(rep, iou_thresholds, area_names, md, rec_thresholds,
+                                     default_thresholds, iou_type)
+            for name in stats:
+                v = summary.stats[name]
+                st[name][b] = np.nan if v is None else v
+                pc[name][b] = [np.nan if x is None else x for x in summary.per_class[name]]
+        return st, pc
+
+    blocks = iter_draw_blocks(I, samples, seed)
+    for start, (st, pc) in _run_blocks(weighted if method == "weighted" else naive, blocks,
+                                       method == "weighted", bar):
+        for name in stats:
+            stats[name][start:start + st[name].shape[0]] = st[name]
+            per_class[name][start:start + st[name].shape[0]] = pc[name]
     return stats, per_class

@@ -178,8 +178,8 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                np_ = -1, r = -1, i, I, B, K, NB, NR, D, cells, max_class = 0;
     int A, T, M, mode, k, ok = 1;
     boot_state s;
-    int64_t *wts = NULL, *bstart = NULL, *bfill = NULL, *img_rs = NULL, *img_runs = NULL,
-            *mb_of = NULL, *run_mb = NULL, *bucket = NULL;
+    int64_t *wts = NULL, *bstart = NULL, *img_rs = NULL, *mb_of = NULL;
+    int32_t *img_runs = NULL, *run_mb = NULL, *bucket = NULL, *bfill = NULL;
     (void)self;
 
     memset(b, 0, sizeof b);
@@ -189,7 +189,7 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                                      &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &I, &A, &T,
                                      &M, &mode))
         return NULL;
-    if (I < 1 || A < 1 || A > 7 || T < 1 || M < 1 || M * T > 64 || mode < 0 || mode > 2 ||
+    if (I < 1 || I >= INT32_MAX || A < 1 || A > 7 || T < 1 || M < 1 || M * T > 64 || mode < 0 || mode > 2 ||
         (mode == 2 && (A != 1 || T != 1 || M != 1))) {
         PyErr_SetString(PyExc_ValueError, "boot_curves: bad sizes or mode");
         return NULL;
@@ -224,6 +224,10 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     K = kk - 1;
     NB = nb - 1;
     NR = nr - 1;
+    if (n >= INT32_MAX || nb >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "boot_curves: too many items");
+        goto done;
+    }
     D = nd / A;
     if (bi % I != 0 || np_ != (bi / I) * K * A || r < 1) {
         PyErr_SetString(PyExc_ValueError, "boot_curves: draws, npig or thresholds mis-sized");
@@ -233,9 +237,9 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     if (privatize(b, copies, N_BOOT_ARGS) < 0)
         goto done;
     mb_of = PyMem_RawMalloc((size_t)(NB + 1) * sizeof(int64_t));
-    run_mb = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int64_t));
+    run_mb = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int32_t));
     img_rs = PyMem_RawCalloc((size_t)I + 1, sizeof(int64_t));
-    img_runs = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int64_t));
+    img_runs = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int32_t));
     if (!mb_of || !run_mb || !img_rs || !img_runs) {
         PyErr_NoMemory();
         goto done;
@@ -293,7 +297,7 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                 for (q = rs[run]; ok && q < end; q++)
                     if (img[q] != rimg[run])
                         ok = 0;
-                run_mb[run] = nmb;
+                run_mb[run] = (int32_t)nmb;
                 run++;
             }
             nmb++;
@@ -320,11 +324,11 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
             }
             memcpy(fill, img_rs, (size_t)I * sizeof(int64_t));
             for (i = 0; i < NR; i++)
-                img_runs[fill[rimg[i]]++] = i;
+                img_runs[fill[rimg[i]]++] = (int32_t)i;
             PyMem_RawFree(fill);
         }
         bstart = PyMem_RawMalloc((size_t)(nmb + 1) * sizeof(int64_t));
-        bfill = PyMem_RawMalloc((size_t)(nmb + 1) * sizeof(int64_t));
+        bfill = PyMem_RawMalloc((size_t)(nmb + 1) * sizeof(int32_t));
     }
     cells = (Py_ssize_t)T * K * A * M;
     out_v = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(B * cells * 8));
@@ -359,7 +363,7 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     s.slen = PyMem_RawCalloc((size_t)A * s.MT, sizeof(Py_ssize_t));
     s.stack = PyMem_RawMalloc((size_t)A * s.MT * (size_t)s.cap * sizeof(boot_point));
     wts = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
-    bucket = PyMem_RawMalloc(((size_t)NR * (size_t)I > 0 ? (size_t)I : 1) * sizeof(int64_t));
+    bucket = PyMem_RawMalloc(sizeof(int32_t));
     if (!s.tp || !s.dfp || !s.layer || !s.pend || !s.jptr || !s.slen || !s.stack || !wts ||
         !bstart || !bfill || !bucket) {
         PyErr_NoMemory();
@@ -392,8 +396,12 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                 bstart[run_mb[q] + 1] += wts[rimg[q]];
             for (q = 0; q < nmb; q++)
                 bstart[q + 1] += bstart[q];
+            if (bstart[nmb] >= INT32_MAX) {
+                ok = 0;
+                break;
+            }
             if (bstart[nmb] > cap_bucket) {
-                int64_t *nb_ = PyMem_RawRealloc(bucket, (size_t)bstart[nmb] * sizeof(int64_t));
+                int32_t *nb_ = PyMem_RawRealloc(bucket, (size_t)bstart[nmb] * sizeof(int32_t));
                 if (!nb_) {
                     ok = 0;
                     break;
@@ -401,11 +409,12 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                 bucket = nb_;
                 cap_bucket = bstart[nmb];
             }
-            memcpy(bfill, bstart, (size_t)(nmb + 1) * sizeof(int64_t));
+            for (q = 0; q <= nmb; q++)
+                bfill[q] = (int32_t)bstart[q];
             for (j = 0; j < I && NR; j++) {
                 int64_t im = row[j];
                 for (q = img_rs[im]; q < img_rs[im + 1]; q++) {
-                    int64_t rr = img_runs[q];
+                    int32_t rr = img_runs[q];
                     bucket[bfill[run_mb[rr]]++] = rr;
                 }
             }
