@@ -1117,9 +1117,10 @@ static PyMethodDef methods[] = {
      "variances) -> (neg_e, counts): computeOks' exponents per pair, left-aligned."},
     {"boot_curves", (PyCFunction)(void (*)(void))boot_curves, METH_VARARGS | METH_KEYWORDS,
      "boot_curves(item_image, item_mmin, item_flags, item_dyn, dyn_tp, dyn_fp, class_start,\n"
-     "block_start, block_mixed, draws, npig, thresholds, num_images, num_areas,\n"
-     "num_thresholds, num_maxdets, mode) -> (value, tp) bytearrays of float64: bootstrap\n"
-     "replicates' envelope sums and TP counts (see _kernels_src/bootstrap.h)."},
+     "block_start, block_mixed, run_start, run_image, draws, gt_start, gt_cell, gt_count,\n"
+     "thresholds, num_images, num_areas, num_thresholds, num_maxdets, mode)\n"
+     "-> (value, tp, npig) bytearrays: bootstrap replicates' envelope sums, TP counts and\n"
+     "ground-truth counts (see _kernels_src/bootstrap.h)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

@@ -287,16 +287,38 @@ def weighted_available(num_areas: int, num_thresholds: int) -> bool:
     return _kernels is not None and 1 <= num_areas <= 7 and 1 <= num_thresholds <= 64
 
 
-def boot_curves(items: RankedItems, draws: np.ndarray, npig: np.ndarray,
-                thresholds: np.ndarray, num_areas: int, num_thresholds: int,
-                num_maxdets: int, mode: int) -> Tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class GtCounts:
+    """Per-image counted ground truth, sparse (CSR over images).
+
+    ``start`` int64 (I + 1,); ``cell`` int64 (E,): ``k * A + a``; ``count`` int64 (E,).
+    """
+
+    start: np.ndarray
+    cell: np.ndarray
+    count: np.ndarray
+    num_classes: int
+    num_areas: int
+
+    @staticmethod
+    def from_dense(counts: np.ndarray) -> "GtCounts":
+        """From ``(I, K, A)`` counts (:func:`coco_gt_counts`)."""
+        I, K, A = counts.shape
+        flat = counts.reshape(I, K * A)
+        img, cell = np.nonzero(flat)
+        start = np.searchsorted(img, np.arange(I + 1)).astype(np.int64)
+        return GtCounts(start, cell.astype(np.int64), flat[img, cell].astype(np.int64), K, A)
+
+
+def boot_curves(items: RankedItems, draws: np.ndarray, gt: GtCounts,
+                thresholds: np.ndarray, num_thresholds: int, num_maxdets: int, mode: int
+                ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The compiled kernel on a block of replicates.
 
     Parameters
     ----------
     draws : ndarray of int64, shape (B, I)
-    npig : ndarray of int64, shape (B, K, A)
-        Counted ground truth of each replicate, class and area range.
+    gt : GtCounts
     mode : {0, 1, 2}
         COCO, VOC07, VOC12 (see ``deteval/_kernels_src/bootstrap.h``).
 
@@ -306,23 +328,26 @@ def boot_curves(items: RankedItems, draws: np.ndarray, npig: np.ndarray,
         COCO: the sum over recall thresholds of the interpolated precision; VOC07: the
         sum of the 11 points; VOC12: the area under the envelope. ``tp``: final true
         positives. NaN where ``npig == 0``.
+    npig : ndarray of int64, shape (B, K, A)
+        Each replicate's counted ground truth.
     """
     B, I = draws.shape
-    K = items.class_start.shape[0] - 1
+    K, A = gt.num_classes, gt.num_areas
     c = np.ascontiguousarray
-    v, t = _kernels.boot_curves(
+    v, t, n = _kernels.boot_curves(
         item_image=c(items.image, np.int32), item_mmin=c(items.mmin, np.uint8),
         item_flags=c(items.flags, np.uint8), item_dyn=c(items.dyn, np.int32),
         dyn_tp=c(items.dyn_tp, np.uint64).ravel(), dyn_fp=c(items.dyn_fp, np.uint64).ravel(),
         class_start=c(items.class_start, np.int64), block_start=c(items.block_start, np.int64),
         block_mixed=c(items.block_mixed, np.uint8), run_start=c(items.run_start, np.int64),
         run_image=c(items.run_image, np.int32), draws=c(draws, np.int64),
-        npig=c(npig, np.int64), thresholds=c(thresholds, np.float64), num_images=I,
-        num_areas=num_areas, num_thresholds=num_thresholds, num_maxdets=num_maxdets,
-        mode=mode)
-    shape = (B, num_thresholds, K, num_areas, num_maxdets)
+        gt_start=c(gt.start, np.int64), gt_cell=c(gt.cell, np.int64),
+        gt_count=c(gt.count, np.int64), thresholds=c(thresholds, np.float64), num_images=I,
+        num_areas=A, num_thresholds=num_thresholds, num_maxdets=num_maxdets, mode=mode)
+    shape = (B, num_thresholds, K, A, num_maxdets)
     return (np.frombuffer(v, dtype=np.float64).reshape(shape),
-            np.frombuffer(t, dtype=np.float64).reshape(shape))
+            np.frombuffer(t, dtype=np.float64).reshape(shape),
+            np.frombuffer(n, dtype=np.int64).reshape(B, K, A))
 
 
 def draw_weights(draws: np.ndarray) -> np.ndarray:
@@ -498,10 +523,10 @@ def coco_replicate_figures(matches: CocoMatches, gt_counts: np.ndarray,
     per_class = {name: np.empty((samples, K)) for name, *_ in specs}
     bar = _Progress(samples, "bootstrap") if progress else None
     items = rank_coco_items(matches, md) if method == "weighted" else None
+    sparse = GtCounts.from_dense(gt_counts)
 
     def weighted(draws):
-        npig = replicate_counts(draw_weights(draws), gt_counts)
-        value, tp = boot_curves(items, draws, npig, rec_thresholds, A, T, M, 0)
+        value, tp, npig = boot_curves(items, draws, sparse, rec_thresholds, T, M, 0)
         return coco_figures_from_curves(value, tp, npig, specs, R)
 
     def naive(draws):

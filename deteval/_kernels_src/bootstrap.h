@@ -3,8 +3,9 @@
  * resampling the match records explicitly and accumulating each replicate.
  *
  * boot_curves(item_image, item_mmin, item_flags, item_dyn, dyn_tp, dyn_fp, class_start,
- *             block_start, block_mixed, run_start, run_image, draws, npig, thresholds,
- *             num_images, num_areas, num_thresholds, num_maxdets, mode) -> (value, tp)
+ *             block_start, block_mixed, run_start, run_image, draws, gt_start, gt_cell,
+ *             gt_count, thresholds, num_images, num_areas, num_thresholds, num_maxdets,
+ *             mode) -> (value, tp, npig)
  *
  *   Items (match records) sorted by (class, -score, image key, order within the image).
  *   item_image int32[N] image key in [0, I); item_mmin uint8[N]: the first max-dets index m
@@ -16,8 +17,9 @@
  *   threshold) has both a TP and an FP in the block. run_start int64[NR+1]: starts of the
  *   image-runs (items of one image) of the mixed blocks, in item order, then N; a run
  *   ends at the next run's start or its block's end; run_image int32[NR] their images. draws int64[B*I]: each replicate's
- *   drawn image keys in draw order; npig int64[B*K*A]: each replicate's counted ground
- *   truth; thresholds float64[R] (increasing).
+ *   drawn image keys in draw order; gt_start int64[I+1], gt_cell int64[E] (k * A + a),
+ *   gt_count int64[E]: each image's counted ground truth per class and area range (CSR);
+ *   thresholds float64[R] (increasing).
  *
  *   Replicate b is the dataset whose image j is image draws[b, j]: a class's detections
  *   ranked by (-score, draw position j, order within the image). An image drawn w times
@@ -37,7 +39,8 @@
  *   mode 2 (VOC12, A = M = T = 1): value = the area under the precision envelope,
  *     sum_i pr_i (rc_i - rc_{i-1}) over the envelope's corners.
  *   value, tp: float64[B*T*K*A*M], order (b, t, k, a, m); tp = the final TP count (the
- *   recall's numerator); both NaN where npig == 0.
+ *   recall's numerator); both NaN where npig == 0. npig: int64[B*K*A], each replicate's
+ *   counted ground truth (the recall's denominator).
  */
 
 #define BOOT_DYNAMIC 0x80
@@ -157,10 +160,137 @@ boot_item(boot_state *s, Py_ssize_t p, int64_t w)
     }
 }
 
+typedef struct {
+    int64_t pos; /* a draw position of the run's image */
+    int64_t run;
+} boot_copy;
+
+static int
+boot_copy_cmp(const void *x, const void *y)
+{
+    int64_t a = ((const boot_copy *)x)->pos, b = ((const boot_copy *)y)->pos;
+    return (a > b) - (a < b);
+}
+
+/* A block of tied scores whose order matters, in draw order. Only the copies of its
+ * image-runs holding a "dynamic" item (TP somewhere) are placed one by one; the static
+ * false positives between two of them are counted per (area, max-dets layer) in slots:
+ * slot d holds those drawn after dynamic copy d-1 and before copy d. Applying a slot
+ * flushes the pending TPs its FPs follow (with the counts before the slot: a slot holds
+ * no TP), then adds its counts. Returns -1 when out of memory. */
+static int
+boot_mixed_block(boot_state *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t run0,
+                 Py_ssize_t run1, const int64_t *rs, const int32_t *rimg,
+                 const uint8_t *run_dyn, const int32_t *img, const int64_t *wts,
+                 const int64_t *pstart, const int64_t *plist, boot_copy **dcp,
+                 Py_ssize_t *cap_dc, int64_t **slotp, Py_ssize_t *cap_slots)
+{
+    Py_ssize_t nd = 0, r, q, p, d, x, AM = (Py_ssize_t)s->A * s->M;
+    boot_copy *dc;
+    int64_t *slots;
+    for (r = run0; r < run1; r++)
+        if (run_dyn[r])
+            nd += wts[rimg[r]];
+    if (nd == 0) { /* no TP drawn: order does not matter */
+        for (p = lo; p < hi; p++)
+            if (wts[img[p]])
+                boot_item(s, p, wts[img[p]]);
+        return 0;
+    }
+    if (nd > *cap_dc) {
+        boot_copy *m = PyMem_RawRealloc(*dcp, (size_t)nd * sizeof(boot_copy));
+        if (!m)
+            return -1;
+        *dcp = m;
+        *cap_dc = nd;
+    }
+    if ((nd + 1) * AM > *cap_slots) {
+        int64_t *m = PyMem_RawRealloc(*slotp, (size_t)((nd + 1) * AM) * sizeof(int64_t));
+        if (!m)
+            return -1;
+        *slotp = m;
+        *cap_slots = (nd + 1) * AM;
+    }
+    dc = *dcp;
+    slots = *slotp;
+    nd = 0;
+    for (r = run0; r < run1; r++)
+        if (run_dyn[r])
+            for (q = pstart[rimg[r]]; q < pstart[rimg[r] + 1]; q++) {
+                dc[nd].pos = plist[q];
+                dc[nd].run = r;
+                nd++;
+            }
+    if (nd <= 32) {
+        for (q = 1; q < nd; q++) {
+            boot_copy v = dc[q];
+            for (x = q; x > 0 && dc[x - 1].pos > v.pos; x--)
+                dc[x] = dc[x - 1];
+            dc[x] = v;
+        }
+    }
+    else
+        qsort(dc, (size_t)nd, sizeof(boot_copy), boot_copy_cmp);
+    memset(slots, 0, (size_t)((nd + 1) * AM) * sizeof(int64_t));
+    for (r = run0; r < run1; r++) {
+        Py_ssize_t end = r + 1 < run1 ? rs[r + 1] : hi;
+        int64_t im = rimg[r];
+        if (run_dyn[r] || !wts[im])
+            continue;
+        for (q = pstart[im]; q < pstart[im + 1]; q++) {
+            int64_t pos = plist[q];
+            Py_ssize_t a0 = 0, a1 = nd; /* slot: dynamic copies drawn before pos */
+            int64_t *sl;
+            while (a0 < a1) {
+                Py_ssize_t mid = (a0 + a1) / 2;
+                if (dc[mid].pos < pos)
+                    a0 = mid + 1;
+                else
+                    a1 = mid;
+            }
+            sl = slots + a0 * AM;
+            for (p = rs[r]; p < end; p++) {
+                unsigned areas = s->flags[p] & s->present;
+                int mm = s->mmin[p];
+                if (mm >= s->M)
+                    continue;
+                while (areas) {
+                    int a = __builtin_ctz(areas);
+                    areas &= areas - 1;
+                    sl[a * s->M + mm]++;
+                }
+            }
+        }
+    }
+    for (d = 0; d <= nd; d++) {
+        const int64_t *sl = slots + d * AM;
+        int a, l;
+        for (a = 0; a < s->A; a++)
+            for (l = 0; l < s->M; l++) {
+                int64_t c = sl[a * s->M + l];
+                uint64_t fl;
+                if (!c)
+                    continue;
+                fl = s->pend[a] & s->ge[l];
+                if (fl) {
+                    boot_flush(s, a, fl);
+                    s->pend[a] &= ~fl;
+                }
+                s->layer[a * s->M + l] += c;
+            }
+        if (d < nd) {
+            r = dc[d].run;
+            for (p = rs[r]; p < (r + 1 < run1 ? rs[r + 1] : hi); p++)
+                boot_item(s, p, 1);
+        }
+    }
+    return 0;
+}
+
 enum {
     B_ITEM_IMAGE, B_ITEM_MMIN, B_ITEM_FLAGS, B_ITEM_DYN, B_DYN_TP, B_DYN_FP, B_CLASS_START,
-    B_BLOCK_START, B_BLOCK_MIXED, B_RUN_START, B_RUN_IMAGE, B_DRAWS, B_NPIG, B_THRESHOLDS,
-    N_BOOT_ARGS
+    B_BLOCK_START, B_BLOCK_MIXED, B_RUN_START, B_RUN_IMAGE, B_DRAWS, B_GT_START, B_GT_CELL,
+    B_GT_COUNT, B_THRESHOLDS, N_BOOT_ARGS
 };
 
 static PyObject *
@@ -168,26 +298,30 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"item_image", "item_mmin", "item_flags", "item_dyn", "dyn_tp",
                              "dyn_fp", "class_start", "block_start", "block_mixed",
-                             "run_start", "run_image", "draws", "npig", "thresholds",
+                             "run_start", "run_image", "draws", "gt_start", "gt_cell",
+                             "gt_count", "thresholds",
                              "num_images", "num_areas", "num_thresholds", "num_maxdets", "mode",
                              NULL};
-    PyObject *o[N_BOOT_ARGS], *out_v = NULL, *out_t = NULL, *result = NULL;
+    PyObject *o[N_BOOT_ARGS], *out_v = NULL, *out_t = NULL, *out_n = NULL, *result = NULL;
     Py_buffer b[N_BOOT_ARGS];
     void *copies[N_BOOT_ARGS] = {NULL};
     Py_ssize_t n = -1, n1, n2, n3, nd = -1, nd2, kk = -1, nb = -1, nbm, nr = -1, nr1, bi = -1,
-               np_ = -1, r = -1, i, I, B, K, NB, NR, D, cells, max_class = 0;
+               ng = -1, ne = -1, ne2 = -1, r = -1, i, I, B, K, NB, NR, D, cells, max_class = 0;
     int A, T, M, mode, k, ok = 1;
     boot_state s;
-    int64_t *wts = NULL, *bstart = NULL, *img_rs = NULL, *mb_of = NULL;
-    int32_t *img_runs = NULL, *run_mb = NULL, *bucket = NULL, *bfill = NULL;
+    int64_t *wts = NULL, *pstart = NULL, *plist = NULL, *mb_of = NULL, *mb_run0 = NULL,
+            *slots = NULL;
+    uint8_t *run_dyn = NULL;
+    boot_copy *dc = NULL;
+    Py_ssize_t cap_dc = 0, cap_slots = 0;
     (void)self;
 
     memset(b, 0, sizeof b);
     memset(&s, 0, sizeof s);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOniiii:boot_curves", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOOOOOOOOniiii:boot_curves", kwlist,
                                      &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                                     &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &I, &A, &T,
-                                     &M, &mode))
+                                     &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14],
+                                     &o[15], &I, &A, &T, &M, &mode))
         return NULL;
     if (I < 1 || I >= INT32_MAX || A < 1 || A > 7 || T < 1 || M < 1 || M * T > 64 || mode < 0 || mode > 2 ||
         (mode == 2 && (A != 1 || T != 1 || M != 1))) {
@@ -218,7 +352,8 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     if (get_buf(o[B_BLOCK_MIXED], &b[B_BLOCK_MIXED], 1, &nbm, "block_mixed") < 0 ||
         get_buf(o[B_RUN_IMAGE], &b[B_RUN_IMAGE], 4, &nr1, "run_image") < 0 ||
         get_buf(o[B_DRAWS], &b[B_DRAWS], 8, &bi, "draws") < 0 ||
-        get_buf(o[B_NPIG], &b[B_NPIG], 8, &np_, "npig") < 0 ||
+        get_buf(o[B_GT_START], &b[B_GT_START], 8, &ng, "gt_start") < 0 ||
+        get_buf(o[B_GT_CELL], &b[B_GT_CELL], 8, &ne, "gt_cell") < 0 ||
         get_buf(o[B_THRESHOLDS], &b[B_THRESHOLDS], 8, &r, "thresholds") < 0)
         goto done;
     K = kk - 1;
@@ -229,18 +364,21 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     }
     D = nd / A;
-    if (bi % I != 0 || np_ != (bi / I) * K * A || r < 1) {
-        PyErr_SetString(PyExc_ValueError, "boot_curves: draws, npig or thresholds mis-sized");
+    ne2 = ne;
+    if (get_buf(o[B_GT_COUNT], &b[B_GT_COUNT], 8, &ne2, "gt_count") < 0)
+        goto done;
+    if (bi % I != 0 || ng != I + 1 || r < 1) {
+        PyErr_SetString(PyExc_ValueError, "boot_curves: draws, gt_start or thresholds "
+                                          "mis-sized");
         goto done;
     }
     B = bi / I;
     if (privatize(b, copies, N_BOOT_ARGS) < 0)
         goto done;
     mb_of = PyMem_RawMalloc((size_t)(NB + 1) * sizeof(int64_t));
-    run_mb = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int32_t));
-    img_rs = PyMem_RawCalloc((size_t)I + 1, sizeof(int64_t));
-    img_runs = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int32_t));
-    if (!mb_of || !run_mb || !img_rs || !img_runs) {
+    mb_run0 = PyMem_RawMalloc((size_t)(NB + 2) * sizeof(int64_t));
+    run_dyn = PyMem_RawCalloc((size_t)NR + 1, 1);
+    if (!mb_of || !mb_run0 || !run_dyn) {
         PyErr_NoMemory();
         goto done;
     }
@@ -290,50 +428,50 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
             if (!mixed[blk])
                 continue;
             mb_of[blk] = nmb;
+            mb_run0[nmb] = run;
             if (run >= NR || rs[run] != bs[blk])
                 ok = 0;
             while (ok && run < NR && rs[run] < bs[blk + 1]) {
                 Py_ssize_t q, end = rs[run + 1] < bs[blk + 1] ? rs[run + 1] : bs[blk + 1];
-                for (q = rs[run]; ok && q < end; q++)
+                for (q = rs[run]; ok && q < end; q++) {
                     if (img[q] != rimg[run])
                         ok = 0;
-                run_mb[run] = (int32_t)nmb;
+                    if (flags[q] & BOOT_DYNAMIC)
+                        run_dyn[run] = 1;
+                }
                 run++;
             }
             nmb++;
         }
+        mb_run0[nmb] = run;
         if (run != NR)
             ok = 0;
         for (i = 0; i < bi && ok; i++)
             if (dr[i] < 0 || dr[i] >= I)
                 ok = 0;
+        {
+            const int64_t *gs = (const int64_t *)b[B_GT_START].buf;
+            const int64_t *gcell = (const int64_t *)b[B_GT_CELL].buf;
+            const int64_t *gcount = (const int64_t *)b[B_GT_COUNT].buf;
+            if (gs[0] != 0 || gs[I] != ne)
+                ok = 0;
+            for (i = 0; i < I && ok; i++)
+                if (gs[i + 1] < gs[i])
+                    ok = 0;
+            for (i = 0; i < ne && ok; i++)
+                if (gcell[i] < 0 || gcell[i] >= K * A || gcount[i] < 0)
+                    ok = 0;
+        }
         if (!ok) {
             PyErr_SetString(PyExc_ValueError, "boot_curves: inconsistent inputs");
             goto done;
         }
-        /* image -> its runs */
-        for (i = 0; i < NR; i++)
-            img_rs[rimg[i] + 1]++;
-        for (i = 0; i < I; i++)
-            img_rs[i + 1] += img_rs[i];
-        {
-            int64_t *fill = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
-            if (!fill) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            memcpy(fill, img_rs, (size_t)I * sizeof(int64_t));
-            for (i = 0; i < NR; i++)
-                img_runs[fill[rimg[i]]++] = (int32_t)i;
-            PyMem_RawFree(fill);
-        }
-        bstart = PyMem_RawMalloc((size_t)(nmb + 1) * sizeof(int64_t));
-        bfill = PyMem_RawMalloc((size_t)(nmb + 1) * sizeof(int32_t));
     }
     cells = (Py_ssize_t)T * K * A * M;
     out_v = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(B * cells * 8));
     out_t = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(B * cells * 8));
-    if (!out_v || !out_t)
+    out_n = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(B * K * A * 8));
+    if (!out_v || !out_t || !out_n)
         goto done;
     s.A = A;
     s.T = T;
@@ -363,9 +501,10 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     s.slen = PyMem_RawCalloc((size_t)A * s.MT, sizeof(Py_ssize_t));
     s.stack = PyMem_RawMalloc((size_t)A * s.MT * (size_t)s.cap * sizeof(boot_point));
     wts = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
-    bucket = PyMem_RawMalloc(sizeof(int32_t));
+    pstart = PyMem_RawMalloc((size_t)(I + 1) * sizeof(int64_t));
+    plist = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
     if (!s.tp || !s.dfp || !s.layer || !s.pend || !s.jptr || !s.slen || !s.stack || !wts ||
-        !bstart || !bfill || !bucket) {
+        !pstart || !plist) {
         PyErr_NoMemory();
         goto done;
     }
@@ -373,51 +512,38 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
         const int32_t *img = (const int32_t *)b[B_ITEM_IMAGE].buf;
         const int64_t *cs = (const int64_t *)b[B_CLASS_START].buf;
         const int64_t *bs = (const int64_t *)b[B_BLOCK_START].buf;
-        const uint8_t *mixed = (const uint8_t *)b[B_BLOCK_MIXED].buf;
         const int64_t *rs = (const int64_t *)b[B_RUN_START].buf;
         const int32_t *rimg = (const int32_t *)b[B_RUN_IMAGE].buf;
         const int64_t *draws = (const int64_t *)b[B_DRAWS].buf;
-        const int64_t *npig = (const int64_t *)b[B_NPIG].buf;
+        const int64_t *gs = (const int64_t *)b[B_GT_START].buf;
+        const int64_t *gcell = (const int64_t *)b[B_GT_CELL].buf;
+        const int64_t *gcount = (const int64_t *)b[B_GT_COUNT].buf;
         double *val = (double *)PyByteArray_AS_STRING(out_v);
         double *tpo = (double *)PyByteArray_AS_STRING(out_t);
-        Py_ssize_t rep, AMT = (Py_ssize_t)A * s.MT, nmb = 0, cap_bucket = 0;
-        for (i = 0; i < NB; i++)
-            nmb += mixed[i] != 0;
+        int64_t *npig = (int64_t *)PyByteArray_AS_STRING(out_n);
+        Py_ssize_t rep, AMT = (Py_ssize_t)A * s.MT;
         Py_BEGIN_ALLOW_THREADS
-        for (rep = 0; rep < B; rep++) {
+        for (rep = 0; rep < B && ok; rep++) {
             const int64_t *row = draws + rep * I;
             Py_ssize_t blk = 0, j, q;
+            /* weights and, per image, its draw positions in ascending order */
             memset(wts, 0, (size_t)I * sizeof(int64_t));
             for (j = 0; j < I; j++)
                 wts[row[j]]++;
-            /* each mixed block's image-runs, copy by copy, in draw order */
-            memset(bstart, 0, (size_t)(nmb + 1) * sizeof(int64_t));
-            for (q = 0; q < NR; q++)
-                bstart[run_mb[q] + 1] += wts[rimg[q]];
-            for (q = 0; q < nmb; q++)
-                bstart[q + 1] += bstart[q];
-            if (bstart[nmb] >= INT32_MAX) {
-                ok = 0;
-                break;
-            }
-            if (bstart[nmb] > cap_bucket) {
-                int32_t *nb_ = PyMem_RawRealloc(bucket, (size_t)bstart[nmb] * sizeof(int32_t));
-                if (!nb_) {
-                    ok = 0;
-                    break;
-                }
-                bucket = nb_;
-                cap_bucket = bstart[nmb];
-            }
-            for (q = 0; q <= nmb; q++)
-                bfill[q] = (int32_t)bstart[q];
-            for (j = 0; j < I && NR; j++) {
-                int64_t im = row[j];
-                for (q = img_rs[im]; q < img_rs[im + 1]; q++) {
-                    int32_t rr = img_runs[q];
-                    bucket[bfill[run_mb[rr]]++] = rr;
-                }
-            }
+            pstart[0] = 0;
+            for (j = 0; j < I; j++)
+                pstart[j + 1] = pstart[j] + wts[j];
+            for (j = 0; j < I; j++)
+                plist[pstart[row[j]]++] = j;
+            for (j = I; j > 0; j--)
+                pstart[j] = pstart[j - 1];
+            pstart[0] = 0;
+            /* counted ground truth: sum of the drawn images' counts */
+            memset(npig + rep * K * A, 0, (size_t)(K * A) * sizeof(int64_t));
+            for (j = 0; j < I; j++)
+                if (wts[j])
+                    for (q = gs[j]; q < gs[j + 1]; q++)
+                        npig[rep * K * A + gcell[q]] += wts[j] * gcount[q];
             for (k = 0; k < K; k++) {
                 Py_ssize_t cell;
                 int a, m, t;
@@ -445,14 +571,12 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                                 boot_item(&s, p, w);
                         }
                     }
-                    else {
-                        int64_t mb = mb_of[blk];
-                        for (q = bstart[mb]; q < bstart[mb + 1]; q++) {
-                            int64_t rr = bucket[q];
-                            Py_ssize_t end = rs[rr + 1] < hi ? rs[rr + 1] : hi;
-                            for (p = rs[rr]; p < end; p++)
-                                boot_item(&s, p, 1);
-                        }
+                    else if (boot_mixed_block(&s, lo, hi, mb_run0[mb_of[blk]],
+                                              mb_run0[mb_of[blk] + 1], rs, rimg, run_dyn,
+                                              img, wts, pstart, plist, &dc, &cap_dc, &slots,
+                                              &cap_slots) < 0) {
+                        ok = 0;
+                        break;
                     }
                 }
                 for (a = 0; a < A; a++)
@@ -486,10 +610,11 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
             goto done;
         }
     }
-    result = PyTuple_Pack(2, out_v, out_t);
+    result = PyTuple_Pack(3, out_v, out_t, out_n);
 done:
     Py_XDECREF(out_v);
     Py_XDECREF(out_t);
+    Py_XDECREF(out_n);
     for (i = 0; i < N_BOOT_ARGS; i++)
         if (b[i].obj)
             PyBuffer_Release(&b[i]);
@@ -502,12 +627,12 @@ done:
     PyMem_RawFree(s.slen);
     PyMem_RawFree(s.stack);
     PyMem_RawFree(wts);
-    PyMem_RawFree(bstart);
-    PyMem_RawFree(bfill);
-    PyMem_RawFree(bucket);
+    PyMem_RawFree(pstart);
+    PyMem_RawFree(plist);
     PyMem_RawFree(mb_of);
-    PyMem_RawFree(run_mb);
-    PyMem_RawFree(img_rs);
-    PyMem_RawFree(img_runs);
+    PyMem_RawFree(mb_run0);
+    PyMem_RawFree(run_dyn);
+    PyMem_RawFree(dc);
+    PyMem_RawFree(slots);
     return result;
 }
