@@ -217,7 +217,7 @@ def _bits(x: np.ndarray) -> np.ndarray:
 
 def rank_items(class_idx: np.ndarray, scores: np.ndarray, image_key: np.ndarray,
                within: np.ndarray, tp: np.ndarray, fp: np.ndarray, mmin: np.ndarray,
-               num_classes: int) -> RankedItems:
+               num_classes: int, order: Optional[np.ndarray] = None) -> RankedItems:
     """Rank records by (class, -score, image key, ``within``) and encode their outcomes.
 
     Parameters
@@ -227,9 +227,12 @@ def rank_items(class_idx: np.ndarray, scores: np.ndarray, image_key: np.ndarray,
     tp, fp : ndarray of bool, shape (N, A, T)
         True / false positive at area range ``a`` and threshold ``t`` (neither: ignored).
     mmin : ndarray of uint8, shape (N,)
+    order : ndarray of int64, shape (N,), optional
+        That ranking when already known.
     """
     n, A, T = tp.shape
-    order = np.lexsort((within, image_key, -scores, class_idx))
+    if order is None:
+        order = np.lexsort((within, image_key, -scores, class_idx))
     cls, sc = class_idx[order], scores[order]
     tp, fp = tp[order], fp[order]
     dynamic = tp.any(axis=(1, 2)) | (fp.any(axis=2) != fp.all(axis=2)).any(axis=1)
@@ -277,9 +280,10 @@ def rank_coco_items(matches: CocoMatches, max_dets: Sequence[int]) -> RankedItem
     counted = ~matches.ignored
     md = np.asarray(max_dets, dtype=np.int64)
     mmin = np.searchsorted(md, matches.rank, side="right").astype(np.uint8)
+    from .ap import coco_rank_order  # (class, -score, image key, rank), as accumulation
     return rank_items(matches.class_idx, matches.scores, matches.image_key, matches.rank,
                       matches.matched & counted, ~matches.matched & counted, mmin,
-                      matches.num_gt.shape[0])
+                      matches.num_gt.shape[0], order=coco_rank_order(matches))
 
 
 def weighted_available(num_areas: int, num_thresholds: int) -> bool:
@@ -549,3 +553,193 @@ def coco_replicate_figures(matches: CocoMatches, gt_counts: np.ndarray,
             stats[name][start:start + st[name].shape[0]] = st[name]
             per_class[name][start:start + st[name].shape[0]] = pc[name]
     return stats, per_class
+
+
+# ------------------------------------------------------------------------- VOC
+
+@dataclass(frozen=True)
+class VocRecords:
+    """VOC match records with what places them among the images.
+
+    Attributes
+    ----------
+    matches : VocMatches
+    image_key : ndarray of int64, shape (N,)
+        Rank of each record's image among the image ids sorted ascending.
+    within : ndarray of int64, shape (N,)
+        Order of the record among its image's records (the file position): the tie
+        order after the draw position.
+    gt_counts : ndarray of int64, shape (I, K, 1)
+        Non-difficult ground truth per image key and class.
+    """
+
+    matches: object
+    image_key: np.ndarray
+    within: np.ndarray
+    gt_counts: np.ndarray
+
+
+def voc_records(gt, det, matches, compat: str = "devkit",
+                file_order_ties: bool = False) -> VocRecords:
+    """:class:`VocRecords` of :func:`deteval.match.match_voc`'s records of ``det``."""
+    from .rank import voc_order
+    order, _ = voc_order(det, "devkit" if file_order_ties else compat)
+    ids = np.asarray(gt.image_ids)
+    image_key = np.empty(ids.shape[0], dtype=np.int64)
+    image_key[np.argsort(ids, kind="stable")] = np.arange(ids.shape[0])
+    I, K = ids.shape[0], gt.num_classes
+    counts = np.zeros((I, K, 1), dtype=np.int64)
+    keep = ~gt.difficult
+    np.add.at(counts[:, :, 0], (image_key[gt.image_idx[keep]], gt.class_idx[keep]), 1)
+    return VocRecords(matches=matches, image_key=image_key[det.image_idx[order]],
+                      within=det.order[order].astype(np.int64), gt_counts=counts)
+
+
+def resample_voc_matches(records: VocRecords, draws: np.ndarray):
+    """The reference: the records of the resampled dataset whose image ``j`` is image key
+    ``draws[j]``, ties ordered by (draw position, file position within the image), as the
+    devkit ranks detection files written in draw order."""
+    m = records.matches
+    I = records.gt_counts.shape[0]
+    by_image = np.lexsort((records.within, records.image_key))
+    start = np.searchsorted(records.image_key[by_image], np.arange(I + 1))
+    n_per = (start[1:] - start[:-1])[draws]
+    pos = np.repeat(np.arange(draws.shape[0]), n_per)
+    offset = np.arange(int(n_per.sum())) - np.repeat(np.cumsum(n_per) - n_per, n_per)
+    idx = by_image[start[:-1][draws][pos] + offset]
+    width = int(records.within.max()) + 1 if records.within.shape[0] else 1
+    num_gt = records.gt_counts[draws].sum(axis=0)[:, 0]
+    return replace(m, class_idx=m.class_idx[idx], scores=m.scores[idx],
+                   tie_key=pos.astype(np.int64) * width + records.within[idx],
+                   outcome=m.outcome[idx], num_gt=num_gt)
+
+
+def voc_replicate_figures(records: VocRecords, metric: str, compat: str, samples: int,
+                          seed: int = 0, method: str = "auto", progress: bool = True
+                          ) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+    """Every replicate's VOC mAP and per-class AP.
+
+    Returns
+    -------
+    stats : {"mAP": ndarray of float64, shape (samples,)}
+    per_class : {"AP": ndarray of float64, shape (samples, K)}
+        NaN where undefined (no non-difficult ground truth drawn).
+    """
+    from .ap import VOC07_GRID_MATLAB, VOC07_GRID_NUMPY, summarize_voc
+    from .match import TP, FP
+    I, K, _ = records.gt_counts.shape
+    m = records.matches
+    if method == "auto":
+        method = "weighted" if weighted_available(1, 1) else "naive"
+    stats = {"mAP": np.empty(samples)}
+    per_class = {"AP": np.empty((samples, K))}
+    bar = _Progress(samples, "bootstrap") if progress else None
+    mode = 1 if metric == "voc07" else 2
+    grid = VOC07_GRID_MATLAB if compat == "devkit" else VOC07_GRID_NUMPY
+    items = sparse = None
+    if method == "weighted":
+        items = rank_items(m.class_idx, m.scores, records.image_key, records.within,
+                           (m.outcome == TP)[:, None, None], (m.outcome == FP)[:, None, None],
+                           np.zeros(m.class_idx.shape[0], np.uint8), K)
+        sparse = GtCounts.from_dense(records.gt_counts)
+
+    def weighted(draws):
+        value, _, npig = boot_curves(items, draws, sparse, grid if mode == 1 else np.zeros(1),
+                                     1, 1, mode)
+        ap = value[:, 0, :, 0, 0] / (11 if mode == 1 else 1)  # (B, K), NaN: no GT drawn
+        with np.errstate(invalid="ignore"):
+            n_def = (~np.isnan(ap)).sum(axis=1)
+            mAP = np.where(n_def > 0, np.nansum(ap, axis=1) / np.maximum(n_def, 1), np.nan)
+        return {"mAP": mAP}, {"AP": ap}
+
+    def naive(draws):
+        st, pc = {"mAP": np.empty(draws.shape[0])}, {"AP": np.empty((draws.shape[0], K))}
+        for b, row in enumerate(draws):
+            summary = summarize_voc(resample_voc_matches(records, row), metric, compat)
+            st["mAP"][b] = np.nan if summary.mAP is None else summary.mAP
+            pc["AP"][b] = summary.ap
+        return st, pc
+
+    for start, (st, pc) in _run_blocks(weighted if method == "weighted" else naive,
+                                       iter_draw_blocks(I, samples, seed),
+                                       method == "weighted", bar):
+        n = st["mAP"].shape[0]
+        stats["mAP"][start:start + n] = st["mAP"]
+        per_class["AP"][start:start + n] = pc["AP"]
+    return stats, per_class
+
+
+# ------------------------------------------------------------ report section
+
+def _interval_or_none(values: np.ndarray, confidence: float):
+    iv, nulls = percentile_interval(values, confidence)
+    return (None if iv is None else [iv[0], iv[1]]), nulls
+
+
+def uncertainty_section(stats: Dict[str, np.ndarray], per_class: Dict[str, np.ndarray],
+                        class_names: Sequence[str], samples: int, seed: int,
+                        confidence: float) -> Dict:
+    """The report's ``uncertainty`` section (the stable contract).
+
+    ``intervals`` / ``per_class_intervals``: :func:`percentile_interval` of the defined
+    replicates (None when none is defined); ``null_replicates`` (every figure) and
+    ``per_class_null_replicates`` (only counts > 0): the replicates left out because the
+    figure is undefined in them; ``replicates``: every replicate's figure, None where
+    undefined, in replicate order.
+    """
+    intervals, nulls, reps = {}, {}, {}
+    for name, values in stats.items():
+        intervals[name], nulls[name] = _interval_or_none(values, confidence)
+        reps[name] = [None if v != v else float(v) for v in values.tolist()]
+    names = list(class_names)
+    keys = [n if names.count(n) == 1 else f"{n} ({i})" for i, n in enumerate(names)]
+    pci, pcn = {}, {}
+    for k, key in enumerate(keys):
+        row, row_nulls = {}, {}
+        for name, values in per_class.items():
+            row[name], n_null = _interval_or_none(values[:, k], confidence)
+            if n_null:
+                row_nulls[name] = n_null
+        pci[key] = row
+        if row_nulls:
+            pcn[key] = row_nulls
+    return {"method": "image bootstrap", "samples": int(samples), "seed": int(seed),
+            "confidence": float(confidence), "intervals": intervals,
+            "null_replicates": nulls, "per_class_intervals": pci,
+            "per_class_null_replicates": pcn, "replicates": reps}
+
+
+def check_seed(seed) -> int:
+    """``seed`` as a non-negative int, else :class:`InputError`."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(expected("seed", "an integer >= 0", seed))
+    return int(seed)
+
+
+def coco_uncertainty(gt, matches: CocoMatches, area_ranges: np.ndarray, area_names,
+                     iou_thresholds: np.ndarray, max_dets, rec_thresholds: np.ndarray,
+                     default_thresholds: bool, iou_type: str, class_names, samples: int,
+                     seed: int = 0, confidence: float = 0.95,
+                     gt_ignore: Optional[np.ndarray] = None, method: str = "auto",
+                     progress: bool = True) -> Dict:
+    """The ``uncertainty`` section of a COCO evaluation from its match records."""
+    check_bootstrap_params(samples, confidence)
+    seed = check_seed(seed)
+    image_key = np.argsort(np.argsort(gt.image_ids, kind="stable"), kind="stable")
+    counts = coco_gt_counts(gt, area_ranges, image_key, gt_ignore)
+    stats, per_class = coco_replicate_figures(
+        matches, counts, iou_thresholds, list(area_names), max_dets, rec_thresholds,
+        default_thresholds, iou_type, samples=samples, seed=seed, method=method,
+        progress=progress)
+    return uncertainty_section(stats, per_class, class_names, samples, seed, confidence)
+
+
+def voc_uncertainty(records: VocRecords, metric: str, compat: str, class_names,
+                    samples: int, seed: int = 0, confidence: float = 0.95,
+                    method: str = "auto", progress: bool = True) -> Dict:
+    """The ``uncertainty`` section of a VOC evaluation (figure ``mAP``, per class ``AP``)."""
+    check_bootstrap_params(samples, confidence)
+    seed = check_seed(seed)
+    stats, per_class = voc_replicate_figures(records, metric, compat, samples, seed, method,
+                                             progress)
+    return uncertainty_section(stats, per_class, class_names, samples, seed, confidence)
