@@ -107,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="evaluate on a Dask cluster (local:N or tcp://host:8786); DETECTIONS "
                         "may then be a glob pattern of shard folders. Needs deteval[dask]")
     v.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    _bootstrap_options(v)
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics: bbox, segm, "
                                     "keypoints)",
@@ -141,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--partitions", type=int, metavar="N",
                    help="with --dask: image partitions (default twice the workers)")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    _bootstrap_options(c)
 
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
                        description="Compare two reports; exit 1 if a figure dropped by more "
@@ -152,7 +154,45 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--metrics", metavar="NAME,...",
                    help="figures to check (default: mAP for VOC, every stat for COCO)")
     k.add_argument("--per-class", action="store_true", help="also compare every class")
+    k.add_argument("--significant", action="store_true",
+                   help="with bootstrap replicates in both reports (same ground truth, seed and "
+                        "samples): fail only on a drop beyond --max-drop whose paired delta "
+                        "interval lies wholly below zero")
+    k.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")
     return p
+
+
+def _bootstrap_options(p) -> None:
+    """--bootstrap / --seed / --confidence (issue 16: image-bootstrap intervals)."""
+    p.add_argument("--bootstrap", type=int, metavar="N",
+                   help="image-bootstrap intervals of every figure from N >= 1 replicates "
+                        "(e.g. 1000)")
+    p.add_argument("--seed", type=int, metavar="S",
+                   help="with --bootstrap: seed of numpy.random.default_rng (default 0)")
+    p.add_argument("--confidence", type=float, metavar="C",
+                   help="with --bootstrap: interval confidence in (0, 1) (default 0.95)")
+
+
+def _bootstrap_kwargs(args) -> dict:
+    """The evaluation's bootstrap keywords from the options, checked (InputError: exit 2)."""
+    if args.bootstrap is None:
+        for opt, value in (("--seed", args.seed), ("--confidence", args.confidence)):
+            if value is not None:
+                raise InputError(f"Expected `{opt}` only with `--bootstrap N` but got it alone")
+        return {}
+    if args.bootstrap < 1:
+        raise InputError(expected("--bootstrap", "an integer >= 1 (replicates)", args.bootstrap))
+    conf = 0.95 if args.confidence is None else args.confidence
+    if not 0 < conf < 1:
+        raise InputError(expected("--confidence", "a number in the open interval (0, 1)",
+                                  args.confidence))
+    seed = 0 if args.seed is None else args.seed
+    if seed < 0:
+        raise InputError(expected("--seed", "an integer >= 0", seed))
+    if args.dask:
+        raise InputError("Expected `--bootstrap` without `--dask` (not supported on a "
+                         "cluster yet)")
+    return {"bootstrap": args.bootstrap, "seed": seed, "confidence": conf}
 
 
 def _run(args) -> int:
@@ -163,6 +203,7 @@ def _run(args) -> int:
             classes = [c.strip() for c in args.classes.split(",")]
         kw = dict(imageset=args.imageset, metric=args.metric, iou_threshold=args.iou,
                   compat=args.compat, classes=classes)
+        boot = _bootstrap_kwargs(args)
         if args.dask:
             from . import distributed
             client = distributed.connect(args.dask)
@@ -172,7 +213,7 @@ def _run(args) -> int:
             finally:
                 distributed.disconnect(client)
         else:
-            report = evaluate_voc(args.annotations, args.detections, **kw)
+            report = evaluate_voc(args.annotations, args.detections, **kw, **boot)
     elif args.command == "coco":
         from .evaluate import evaluate_coco
         thr = _float_list(args.iou_thresholds, "--iou-thresholds") if args.iou_thresholds else None
@@ -182,6 +223,7 @@ def _run(args) -> int:
             raise InputError(expected("--oks-sigmas", "given only with --iou-type keypoints",
                                       args.oks_sigmas))
         sigmas = _float_list(args.oks_sigmas, "--oks-sigmas") if args.oks_sigmas else None
+        boot = _bootstrap_kwargs(args)
         if args.dask:
             if args.class_agnostic or args.iou_type != "bbox":
                 raise InputError("Expected `--dask` with bbox evaluation (--class-agnostic, "
@@ -203,13 +245,15 @@ def _run(args) -> int:
             report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
                                    area_ranges=areas, max_dets=md,
                                    class_agnostic=args.class_agnostic,
-                                   iou_type=args.iou_type, oks_sigmas=sigmas)
+                                   iou_type=args.iou_type, oks_sigmas=sigmas, **boot)
     else:
         from .compare import compare_reports
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,
                                metrics=args.metrics.split(",") if args.metrics else None,
-                               per_class=args.per_class)
-        print(result.format_table())
+                               per_class=args.per_class, significant=args.significant)
+        if args.json:
+            write_json(args.json, result.to_dict())
+        print(result.format_table(), file=sys.stderr if args.json == STDOUT else sys.stdout)
         return 0 if result.passed else 1
     if args.json:
         write_json(args.json, report.to_dict())

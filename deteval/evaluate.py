@@ -8,6 +8,7 @@ their JSON/table forms).
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -29,7 +30,8 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
                  detections: Union[PathLike, Detections], *,
                  imageset: Optional[PathLike] = None, metric: str = VOC_DEFAULT_METRIC,
                  iou_threshold: float = VOC_IOU_THRESHOLD, compat: str = "devkit",
-                 classes: Optional[Sequence[str]] = None) -> VocReport:
+                 classes: Optional[Sequence[str]] = None, bootstrap: Optional[int] = None,
+                 seed: int = 0, confidence: float = 0.95) -> VocReport:
     """Evaluate detections with the PASCAL VOC protocol.
 
     Parameters
@@ -50,6 +52,10 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
         The official devkit, or py-faster-rcnn / detectron2 ``voc_eval``.
     classes : sequence of str, optional
         Classes to evaluate; default every class in the ground truth.
+    bootstrap, seed, confidence : optional
+        ``bootstrap=N``: image-bootstrap intervals from ``N`` replicates drawn with
+        ``numpy.random.default_rng(seed)`` (see :mod:`deteval.bootstrap`), in
+        ``report.uncertainty``.
 
     Returns
     -------
@@ -57,6 +63,10 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
     """
     check_choice("metric", metric, VOC_METRICS)
     check_choice("compat", compat, VOC_COMPATS)
+    if bootstrap is not None:
+        from .bootstrap import check_bootstrap_params, check_seed
+        check_bootstrap_params(bootstrap, confidence)
+        check_seed(seed)
     iou_threshold = check_iou("iou_threshold", iou_threshold)
     if classes is not None:
         classes = [str(c).strip() for c in classes]
@@ -80,8 +90,14 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
     if unused:
         inputs["unused_detection_files"] = unused
     summary = summarize_voc(matches, metric, compat)
-    return voc_report(summary, gt.class_names, metric, compat, iou_threshold,
-                      inputs=inputs, class_notes=notes)
+    report = voc_report(summary, gt.class_names, metric, compat, iou_threshold,
+                        inputs=inputs, class_notes=notes)
+    if bootstrap is not None:
+        from .bootstrap import voc_records, voc_uncertainty
+        report = replace(report, uncertainty=voc_uncertainty(
+            voc_records(gt, det, matches, compat), metric, compat, gt.class_names, bootstrap,
+            seed, confidence))
+    return report
 
 
 def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
@@ -90,7 +106,8 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
                   area_ranges: Optional[Dict[str, Tuple[float, float]]] = None,
                   max_dets: Optional[Sequence[int]] = None,
                   class_agnostic: bool = False, iou_type: str = "bbox",
-                  oks_sigmas: Optional[Sequence[float]] = None) -> CocoReport:
+                  oks_sigmas: Optional[Sequence[float]] = None, bootstrap: Optional[int] = None,
+                  seed: int = 0, confidence: float = 0.95) -> CocoReport:
     """Evaluate detections with the COCO protocol (pycocotools ``COCOeval``).
 
     Parameters
@@ -117,6 +134,10 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     class_agnostic : bool
         Ignore categories when matching (pycocotools' ``useCats=0``): the report then has
         one class row, ``{"id": None, "name": "(all classes)"}``.
+    bootstrap, seed, confidence : optional
+        ``bootstrap=N``: image-bootstrap intervals of every figure from ``N`` replicates
+        drawn with ``numpy.random.default_rng(seed)`` (see :mod:`deteval.bootstrap`), in
+        ``report.uncertainty``.
 
     Returns
     -------
@@ -131,6 +152,10 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     """
     from .io.coco_geometry import load_ground_truth_geometry, load_results_geometry
     thr, areas, md, default = coco_params(iou_thresholds, area_ranges, max_dets, iou_type)
+    if bootstrap is not None:
+        from .bootstrap import check_bootstrap_params, check_seed
+        check_bootstrap_params(bootstrap, confidence)
+        check_seed(seed)
     sigmas = None
     if iou_type == "keypoints":
         sigmas = _oks_sigmas(oks_sigmas)
@@ -152,7 +177,8 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     if class_agnostic:
         gt, det = merge_classes(gt, det)
         class_ids = [None]
-    matches = match_coco(gt, det, thr, area_arr, md[-1], **_geometry(gt, det, iou_type, sigmas))
+    geometry = _geometry(gt, det, iou_type, sigmas)
+    matches = match_coco(gt, det, thr, area_arr, md[-1], **geometry)
     summary = summarize_coco(matches, thr, list(areas), md, COCO_RECALL_THRESHOLDS, default,
                              iou_type)
     report = coco_report(summary, class_ids, gt.class_names, thr, areas, md,
@@ -161,6 +187,12 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
         report.params["class_agnostic"] = True
     if sigmas is not None:
         report.params["oks_sigmas"] = [float(v) for v in sigmas]
+    if bootstrap is not None:
+        from .bootstrap import coco_uncertainty
+        report = replace(report, uncertainty=coco_uncertainty(
+            gt, matches, area_arr, list(areas), thr, md, COCO_RECALL_THRESHOLDS, default,
+            iou_type, [c["name"] for c in report.classes], bootstrap, seed, confidence,
+            gt_ignore=geometry.get("gt_ignore")))
     return report
 
 
