@@ -579,6 +579,16 @@ class VocRecords:
     gt_counts: np.ndarray
 
 
+def voc_records_of(matches, image_key: np.ndarray, within: np.ndarray, gt_image_key: np.ndarray,
+                   gt_class: np.ndarray, gt_difficult: np.ndarray, num_images: int
+                   ) -> VocRecords:
+    """:class:`VocRecords` from columns (the streaming metric's records)."""
+    counts = np.zeros((num_images, matches.num_gt.shape[0], 1), dtype=np.int64)
+    keep = ~gt_difficult
+    np.add.at(counts[:, :, 0], (gt_image_key[keep], gt_class[keep]), 1)
+    return VocRecords(matches=matches, image_key=image_key, within=within, gt_counts=counts)
+
+
 def voc_records(gt, det, matches, compat: str = "devkit",
                 file_order_ties: bool = False) -> VocRecords:
     """:class:`VocRecords` of :func:`deteval.match.match_voc`'s records of ``det``."""
@@ -722,11 +732,18 @@ def coco_uncertainty(gt, matches: CocoMatches, area_ranges: np.ndarray, area_nam
                      seed: int = 0, confidence: float = 0.95,
                      gt_ignore: Optional[np.ndarray] = None, method: str = "auto",
                      progress: bool = True) -> Dict:
-    """The ``uncertainty`` section of a COCO evaluation from its match records."""
+    """The ``uncertainty`` section of a COCO evaluation from its match records.
+
+    ``gt`` is the evaluated :class:`~deteval.tables.GroundTruth`, or the per-image counts
+    ``(I, K, A)`` of :func:`coco_gt_counts` directly.
+    """
     check_bootstrap_params(samples, confidence)
     seed = check_seed(seed)
-    image_key = np.argsort(np.argsort(gt.image_ids, kind="stable"), kind="stable")
-    counts = coco_gt_counts(gt, area_ranges, image_key, gt_ignore)
+    if isinstance(gt, np.ndarray):
+        counts = gt
+    else:
+        image_key = np.argsort(np.argsort(gt.image_ids, kind="stable"), kind="stable")
+        counts = coco_gt_counts(gt, area_ranges, image_key, gt_ignore)
     stats, per_class = coco_replicate_figures(
         matches, counts, iou_thresholds, list(area_names), max_dets, rec_thresholds,
         default_thresholds, iou_type, samples=samples, seed=seed, method=method,

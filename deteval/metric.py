@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import types
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -467,8 +468,56 @@ class MeanAveragePrecision:
         rank[order] = np.arange(len(ids))
         return rank
 
-    def compute(self) -> Union[CocoReport, VocReport]:
-        """The report of every image so far: ``report.to_dict()`` is the CLI's JSON."""
+    def compute(self, bootstrap: Optional[int] = None, seed: int = 0,
+                confidence: float = 0.95) -> Union[CocoReport, VocReport]:
+        """The report of every image so far: ``report.to_dict()`` is the CLI's JSON.
+
+        ``bootstrap=N``: also image-bootstrap intervals from ``N`` replicates drawn with
+        ``numpy.random.default_rng(seed)`` over the image ids sorted ascending
+        (``report.uncertainty``, as ``deteval coco|voc --bootstrap N``; see
+        :mod:`deteval.bootstrap`). Not available for keypoints.
+        """
+        if bootstrap is not None:
+            from .bootstrap import check_bootstrap_params, check_seed
+            try:
+                check_bootstrap_params(bootstrap, confidence)
+                check_seed(seed)
+                if getattr(self, "iou_type", "bbox") == "keypoints":
+                    raise InputError(expected("bootstrap", "None with iou_type='keypoints' "
+                                              "(not supported yet)", bootstrap))
+            except InputError as exc:
+                raise MetricInputError(exc.message, "compute()") from None
+        report, kept = self._compute()
+        if bootstrap is None:
+            return report
+        return dataclasses.replace(report, uncertainty=self._uncertainty(
+            bootstrap, seed, confidence, report, kept))
+
+    def _uncertainty(self, samples: int, seed: int, confidence: float, report, kept) -> dict:
+        """The report's ``uncertainty`` section from the records :meth:`_compute` used."""
+        from . import bootstrap as boot
+        matches, rank, gt_cls, gt_image, gt_flags, gt_area, width = kept
+        gt_key = rank[gt_image] if gt_image.shape[0] else gt_image
+        I = len(self.image_ids)
+        if self.protocol == "coco":
+            K = matches.num_gt.shape[0]
+            table = types.SimpleNamespace(num_images=I, num_classes=K, crowd=gt_flags,
+                                          area=gt_area, image_idx=gt_key, class_idx=gt_cls)
+            areas = np.array(list(self.area_ranges.values()), dtype=np.float64).reshape(-1, 2)
+            counts = boot.coco_gt_counts(table, areas, np.arange(I, dtype=np.int64))
+            return boot.coco_uncertainty(
+                counts, matches, areas, list(self.area_ranges), self.iou_thresholds,
+                self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr,
+                getattr(self, "iou_type", "bbox"), [c["name"] for c in report.classes],
+                samples, seed, confidence)
+        records = boot.voc_records_of(matches, matches.tie_key // width,
+                                      matches.tie_key % width, gt_key, gt_cls, gt_flags, I)
+        return boot.voc_uncertainty(records, self.protocol, self.compat,
+                                    [c.name for c in report.classes], samples, seed,
+                                    confidence)
+
+    def _compute(self) -> tuple:
+        """``(report, kept)``: the report and the records and ground truth it came from."""
         self._flush()
         rank = self._image_rank()
         chunks = self._chunks
@@ -508,21 +557,23 @@ class MeanAveragePrecision:
                     matched=np.zeros((0, A, T), bool), ignored=np.zeros((0, A, T), bool),
                     num_gt=np.zeros((K, A), np.int64))]
             matches = CocoMatches.concatenate(parts)
+            kept = (matches, rank, gt_cls, gt_image, gt_flags, gt_area, width)
             iou_type = getattr(self, "iou_type", "bbox")
             summary = summarize_coco(matches, self.iou_thresholds, list(self.area_ranges),
                                      self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr,
                                      iou_type)
             return coco_report(summary, labels, names, self.iou_thresholds, self.area_ranges,
                                self.max_dets, COCO_RECALL_THRESHOLDS, inputs=inputs,
-                               iou_type=iou_type)
+                               iou_type=iou_type), kept
         if not parts:
             parts = [VocMatches(class_idx=np.zeros(0, np.int64), scores=np.zeros(0),
                                 tie_key=np.zeros(0, np.int64), outcome=np.zeros(0, np.int8),
                                 num_gt=np.zeros(K, np.int64), num_difficult=np.zeros(K, np.int64))]
         matches = VocMatches.concatenate(parts)
+        kept = (matches, rank, gt_cls, gt_image, gt_flags, gt_area, width)
         summary = summarize_voc(matches, self.protocol, self.compat)
         return voc_report(summary, names, self.protocol, self.compat, self.iou_threshold,
-                          inputs=inputs)
+                          inputs=inputs), kept
 
 
 def _cat(parts: List[np.ndarray], dtype) -> np.ndarray:
