@@ -46,8 +46,10 @@
 #define BOOT_DYNAMIC 0x80
 
 typedef struct {
-    double key; /* recall-threshold count j (modes 0, 1) or recall (mode 2) */
-    double pr;
+    double key;   /* recall-threshold count j (modes 0, 1) or recall (mode 2) */
+    double pr;    /* precision */
+    int64_t tp;   /* the point's counts: pr = tp / (den (+ eps)) */
+    int64_t den;  /* fp + tp */
 } boot_point;
 
 /* State of one class in one replicate. Cells c = m * T + t (M * T <= 64) per area a;
@@ -61,6 +63,8 @@ typedef struct {
     uint64_t *pend;            /* (a): cells with a TP not yet followed by an FP */
     uint64_t ge[65];           /* cells of the max-dets indices >= m */
     int *jptr;                 /* (a, c) */
+    int64_t *tpthr;            /* (a, R + 1): least tp with tp / npig >= thr[j]; INT64_MAX */
+    uint8_t *thr_ready;        /* (a): tpthr computed for the current class */
     boot_point *stack;         /* (a, c) x cap */
     Py_ssize_t *slen, cap;
     const int64_t *npig_k;     /* (A) of the current class and replicate */
@@ -70,6 +74,44 @@ typedef struct {
     unsigned present;          /* area bits with npig > 0 */
 } boot_state;
 
+/* tpthr[j] = the least tp >= 0 whose recall fl(tp / npig) reaches thr[j] (recall is
+ * monotone in tp, so j = #{tpthr <= tp} is the searchsorted count of the recall) */
+static void
+boot_thresholds(boot_state *s, int a)
+{
+    double npig = (double)s->npig_k[a];
+    int64_t *tt = s->tpthr + (Py_ssize_t)a * (s->R + 1);
+    int j;
+    for (j = 0; j < s->R; j++) {
+        double x = ceil(s->thr[j] * npig);
+        int64_t t;
+        if (!(x < 9e15)) { /* beyond any count */
+            tt[j] = INT64_MAX;
+            continue;
+        }
+        t = x < 0 ? 0 : (int64_t)x;
+        while (t > 0 && (double)(t - 1) / npig >= s->thr[j])
+            t--;
+        while ((double)t / npig < s->thr[j])
+            t++;
+        tt[j] = t;
+    }
+    tt[s->R] = INT64_MAX;
+    s->thr_ready[a] = 1;
+}
+
+/* sign of (x.tp / x.den) - (tp / den), exactly */
+static inline int
+boot_ratio_cmp(const boot_point *x, int64_t tp, int64_t den)
+{
+#ifdef __SIZEOF_INT128__
+    __int128 l = (__int128)x->tp * den, r = (__int128)tp * x->den;
+#else
+    long double l = (long double)x->tp * den, r = (long double)tp * x->den;
+#endif
+    return (l > r) - (l < r);
+}
+
 /* evaluate the points of the cells in mask of area a (their last TP before an FP) */
 static void
 boot_flush(boot_state *s, int a, uint64_t mask)
@@ -78,32 +120,53 @@ boot_flush(boot_state *s, int a, uint64_t mask)
     double npig = (double)s->npig_k[a];
     int64_t cum[64], acc = 0;
     const int64_t *tp = s->tp + a * MT, *dfp = s->dfp + a * MT, *layer = s->layer + a * s->M;
+    const int64_t *tt = s->tpthr + (Py_ssize_t)a * (s->R + 1);
     for (m = 0; m < s->M; m++) {
         acc += layer[m];
         cum[m] = acc;
     }
+    if (s->mode != 2 && !s->thr_ready[a])
+        boot_thresholds(s, a);
     while (mask) {
         int c = __builtin_ctzll(mask);
         Py_ssize_t ci = (Py_ssize_t)a * MT + c;
-        double tpv = (double)tp[c], fpv = (double)(cum[c / T] + dfp[c]);
-        double rc = tpv / npig, pr = tpv / (fpv + tpv + s->eps), key;
+        int64_t tpv = tp[c], den = cum[c / T] + dfp[c] + tpv;
         boot_point *st = s->stack + ci * s->cap;
         Py_ssize_t n = s->slen[ci];
+        double key, pr = 0.0;
+        int have_pr = 0;
         mask &= mask - 1;
         if (s->mode == 2)
-            key = rc;
+            key = (double)tpv / npig;
         else {
             int j = s->jptr[ci];
-            while (j < s->R && s->thr[j] <= rc)
+            while (tpv >= tt[j])
                 j++;
             s->jptr[ci] = j;
             key = (double)j;
         }
-        while (n > 0 && st[n - 1].pr <= pr)
+        /* drop the points the new one dominates (precision <= the new one's): compared
+         * as exact ratios; equal ratios by their doubles (the spacing(1) term) */
+        while (n > 0) {
+            int cmp = boot_ratio_cmp(&st[n - 1], tpv, den);
+            if (cmp == 0) {
+                if (!have_pr) {
+                    pr = (double)tpv / ((double)(den - tpv) + (double)tpv + s->eps);
+                    have_pr = 1;
+                }
+                cmp = st[n - 1].pr <= pr ? -1 : 1;
+            }
+            if (cmp > 0)
+                break;
             n--;
+        }
         if (!(n > 0 && st[n - 1].key == key)) {
+            if (!have_pr)
+                pr = (double)tpv / ((double)(den - tpv) + (double)tpv + s->eps);
             st[n].key = key;
             st[n].pr = pr;
+            st[n].tp = tpv;
+            st[n].den = den;
             n++;
         }
         s->slen[ci] = n;
@@ -498,12 +561,15 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     s.layer = PyMem_RawCalloc((size_t)A * M, sizeof(int64_t));
     s.pend = PyMem_RawCalloc((size_t)A, sizeof(uint64_t));
     s.jptr = PyMem_RawCalloc((size_t)A * s.MT, sizeof(int));
+    s.tpthr = PyMem_RawMalloc((size_t)A * (size_t)(r + 1) * sizeof(int64_t));
+    s.thr_ready = PyMem_RawCalloc((size_t)A, 1);
     s.slen = PyMem_RawCalloc((size_t)A * s.MT, sizeof(Py_ssize_t));
     s.stack = PyMem_RawMalloc((size_t)A * s.MT * (size_t)s.cap * sizeof(boot_point));
     wts = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
     pstart = PyMem_RawMalloc((size_t)(I + 1) * sizeof(int64_t));
     plist = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
     if (!s.tp || !s.dfp || !s.layer || !s.pend || !s.jptr || !s.slen || !s.stack || !wts ||
+        !s.tpthr || !s.thr_ready ||
         !pstart || !plist) {
         PyErr_NoMemory();
         goto done;
@@ -557,6 +623,7 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                 memset(s.layer, 0, (size_t)A * M * sizeof(int64_t));
                 memset(s.pend, 0, (size_t)A * sizeof(uint64_t));
                 memset(s.jptr, 0, (size_t)AMT * sizeof(int));
+                memset(s.thr_ready, 0, (size_t)A);
                 memset(s.slen, 0, (size_t)AMT * sizeof(Py_ssize_t));
                 while (blk < NB && bs[blk] < cs[k])
                     blk++;
@@ -624,6 +691,8 @@ done:
     PyMem_RawFree(s.layer);
     PyMem_RawFree(s.pend);
     PyMem_RawFree(s.jptr);
+    PyMem_RawFree(s.tpthr);
+    PyMem_RawFree(s.thr_ready);
     PyMem_RawFree(s.slen);
     PyMem_RawFree(s.stack);
     PyMem_RawFree(wts);
