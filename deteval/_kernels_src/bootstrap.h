@@ -250,7 +250,7 @@ boot_mixed_block(boot_state *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t run0,
 {
     Py_ssize_t nd = 0, r, q, p, d, x, AM = (Py_ssize_t)s->A * s->M;
     boot_copy *dc;
-    int64_t *slots;
+    int64_t *slots, *dcpos;
     for (r = run0; r < run1; r++)
         if (run_dyn[r])
             nd += wts[rimg[r]];
@@ -261,7 +261,8 @@ boot_mixed_block(boot_state *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t run0,
         return 0;
     }
     if (nd > *cap_dc) {
-        boot_copy *m = PyMem_RawRealloc(*dcp, (size_t)nd * sizeof(boot_copy));
+        boot_copy *m = PyMem_RawRealloc(*dcp, (size_t)nd * (sizeof(boot_copy) +
+                                                            sizeof(int64_t)));
         if (!m)
             return -1;
         *dcp = m;
@@ -295,6 +296,9 @@ boot_mixed_block(boot_state *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t run0,
     else
         qsort(dc, (size_t)nd, sizeof(boot_copy), boot_copy_cmp);
     memset(slots, 0, (size_t)((nd + 1) * AM) * sizeof(int64_t));
+    dcpos = (int64_t *)(dc + nd); /* the sorted positions, contiguous (room reserved) */
+    for (q = 0; q < nd; q++)
+        dcpos[q] = dc[q].pos;
     for (r = run0; r < run1; r++) {
         Py_ssize_t end = r + 1 < run1 ? rs[r + 1] : hi;
         int64_t im = rimg[r];
@@ -302,14 +306,21 @@ boot_mixed_block(boot_state *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t run0,
             continue;
         for (q = pstart[im]; q < pstart[im + 1]; q++) {
             int64_t pos = plist[q];
-            Py_ssize_t a0 = 0, a1 = nd; /* slot: dynamic copies drawn before pos */
+            Py_ssize_t a0 = 0; /* slot: the number of dynamic copies drawn before pos */
             int64_t *sl;
-            while (a0 < a1) {
-                Py_ssize_t mid = (a0 + a1) / 2;
-                if (dc[mid].pos < pos)
-                    a0 = mid + 1;
-                else
-                    a1 = mid;
+            if (nd <= 16) {
+                for (x = 0; x < nd; x++)
+                    a0 += dcpos[x] < pos;
+            }
+            else { /* branch-free binary search */
+                Py_ssize_t len = nd;
+                const int64_t *base = dcpos;
+                while (len > 1) {
+                    Py_ssize_t half = len / 2;
+                    base = base[half - 1] < pos ? base + half : base;
+                    len -= half;
+                }
+                a0 = (base - dcpos) + (*base < pos);
             }
             sl = slots + a0 * AM;
             for (p = rs[r]; p < end; p++) {
