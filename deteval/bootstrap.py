@@ -525,6 +525,11 @@ def coco_replicate_figures(matches: CocoMatches, gt_counts: np.ndarray,
         method = "weighted" if weighted_available(A, T) else "naive"
     stats = {name: np.empty(samples) for name, *_ in specs}
     per_class = {name: np.empty((samples, K)) for name, *_ in specs}
+    if I == 0:  # nothing to draw: every replicate is empty, every figure undefined
+        for name in stats:
+            stats[name][:] = np.nan
+            per_class[name][:] = np.nan
+        return stats, per_class
     bar = _Progress(samples, "bootstrap") if progress else None
     items = rank_coco_items(matches, md) if method == "weighted" else None
     sparse = GtCounts.from_dense(gt_counts)
@@ -643,6 +648,10 @@ def voc_replicate_figures(records: VocRecords, metric: str, compat: str, samples
         method = "weighted" if weighted_available(1, 1) else "naive"
     stats = {"mAP": np.empty(samples)}
     per_class = {"AP": np.empty((samples, K))}
+    if I == 0:  # nothing to draw: every figure undefined
+        stats["mAP"][:] = np.nan
+        per_class["AP"][:] = np.nan
+        return stats, per_class
     bar = _Progress(samples, "bootstrap") if progress else None
     mode = 1 if metric == "voc07" else 2
     grid = VOC07_GRID_MATLAB if compat == "devkit" else VOC07_GRID_NUMPY

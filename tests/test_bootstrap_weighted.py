@@ -311,3 +311,43 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     assert bar.bar is None
     bar.close()
     assert capsys.readouterr().err == ""
+
+
+# ------------------------------------------------------------- segm and keypoints
+
+@needs_kernel
+@pytest.mark.parametrize("iou_type", ["segm", "keypoints"])
+def test_weighted_equals_naive_segm_keypoints(iou_type, monkeypatch):
+    pytest.importorskip("pycocotools")
+    import deteval
+    from test_segm_keypoints import kp_case, segm_case
+    gt, results = (segm_case(3) if iou_type == "segm" else kp_case(3))
+    fast = deteval.evaluate_coco(gt, results, iou_type=iou_type, bootstrap=15, seed=2)
+    monkeypatch.setattr(boot, "weighted_available", lambda *a: False)
+    ref = deteval.evaluate_coco(gt, results, iou_type=iou_type, bootstrap=15, seed=2)
+    for name, values in ref.uncertainty["replicates"].items():
+        a = np.array([np.nan if v is None else v for v in fast.uncertainty["replicates"][name]])
+        b = np.array([np.nan if v is None else v for v in values])
+        _assert_close(a, b, name)
+
+
+def test_keypoints_replicate_equals_pycocotools_on_resampled_data():
+    pytest.importorskip("pycocotools")
+    import deteval
+    from test_segm_keypoints import kp_case, pycocotools_eval
+    gt, results = kp_case(5)
+    rep = deteval.evaluate_coco(gt, results, iou_type="keypoints", bootstrap=2, seed=4)
+    draws = boot.replicate_draws(len(gt["images"]), 2, 4)
+    for b, row in enumerate(draws):
+        E = pycocotools_eval(*explicit_resample(gt, results, row), "keypoints")
+        want = float(E.stats[0])
+        got = rep.uncertainty["replicates"]["AP"][b]
+        assert (got is None) if want == -1 else got == pytest.approx(want, abs=1e-12)
+
+
+def test_no_images_gives_null_replicates():
+    import deteval
+    gt = {"images": [], "annotations": [], "categories": [{"id": 1, "name": "a"}]}
+    rep = deteval.evaluate_coco(gt, [], bootstrap=5)
+    assert rep.uncertainty["intervals"]["AP"] is None
+    assert rep.uncertainty["null_replicates"]["AP"] == 5
