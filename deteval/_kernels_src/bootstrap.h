@@ -24,10 +24,17 @@
  *   Replicate b is the dataset whose image j is image draws[b, j]: a class's detections
  *   ranked by (-score, draw position j, order within the image). An image drawn w times
  *   contributes w copies. Runs of equal score whose order cannot matter (no area and
- *   threshold with both a TP and an FP) are counted with weights; the others are expanded
- *   copy by copy in draw order: walking the draws j = 0, 1, ... and appending each
- *   image-run of image draws[b, j] to its block's list puts every list in draw order
- *   (a counting sort, no comparison sort).
+ *   threshold with both a TP and an FP) are counted with weights. In the others ("mixed")
+ *   only the copies of image-runs holding a TP-capable ("dynamic") item are placed one by
+ *   one, in draw order; the static false positives between two of them are counted per
+ *   area in slots. One walk over the draws j = 0, 1, ... visiting the mixed image-runs of
+ *   image draws[b, j] fills every block's dynamic list in draw order and every static copy
+ *   into the slot after the dynamic copies drawn before it (no sort).
+ *
+ *   Precision envelopes are needed only at the largest max-dets (every AP figure uses it;
+ *   the other max-dets give AR, i.e. only final TP counts): the state per class is the TP
+ *   counts per (area, max-dets, threshold) and the FP counts per (area, threshold) of the
+ *   largest max-dets. value at the other max-dets is 0.
  *
  *   Precision/recall points: tp = TPs so far, fp = FPs so far; only the last TP before
  *   each FP (and the class's last TP) can be a maximum of the envelope (between FPs
@@ -52,20 +59,18 @@ typedef struct {
     int64_t den;  /* fp + tp */
 } boot_point;
 
-/* State of one class in one replicate. Cells c = m * T + t (M * T <= 64) per area a;
- * false positives of the "static" items (FP at every threshold) are kept per first
- * max-dets index (layer): the FPs of cell (a, m) are sum(layer[a][0..m]) + dfp[a][c]. */
+/* State of one class in one replicate. tp per (a, m, t); the false positives of the
+ * largest max-dets per (a, t): fsp[a] (the items FP at every threshold) + dfp[a][t]. */
 typedef struct {
     int A, T, M, MT, mode, R;
     const double *thr;
     double eps;
-    int64_t *tp, *dfp, *layer; /* (a, c), (a, c), (a, m) */
-    uint64_t *pend;            /* (a): cells with a TP not yet followed by an FP */
-    uint64_t ge[65];           /* cells of the max-dets indices >= m */
-    int *jptr;                 /* (a, c) */
+    int64_t *tp, *dfp, *fsp;   /* (a, m * T + t), (a, t), (a) */
+    uint64_t *pend;            /* (a): thresholds with a TP not yet followed by an FP */
+    int *jptr;                 /* (a, t) */
     int64_t *tpthr;            /* (a, R + 1): least tp with tp / npig >= thr[j]; INT64_MAX */
     uint8_t *thr_ready;        /* (a): tpthr computed for the current class */
-    boot_point *stack;         /* (a, c) x cap */
+    boot_point *stack;         /* (a, t) x cap */
     Py_ssize_t *slen, cap;
     const int64_t *npig_k;     /* (A) of the current class and replicate */
     const uint8_t *mmin, *flags;
@@ -112,25 +117,22 @@ boot_ratio_cmp(const boot_point *x, int64_t tp, int64_t den)
     return (l > r) - (l < r);
 }
 
-/* evaluate the points of the cells in mask of area a (their last TP before an FP) */
+/* evaluate the points of the thresholds in mask of area a (their last TP before an FP) */
 static void
 boot_flush(boot_state *s, int a, uint64_t mask)
 {
-    int T = s->T, MT = s->MT, m;
+    int T = s->T;
     double npig = (double)s->npig_k[a];
-    int64_t cum[64], acc = 0;
-    const int64_t *tp = s->tp + a * MT, *dfp = s->dfp + a * MT, *layer = s->layer + a * s->M;
+    const int64_t *tp = s->tp + (Py_ssize_t)a * s->MT + (Py_ssize_t)(s->M - 1) * T;
+    const int64_t *dfp = s->dfp + (Py_ssize_t)a * T;
     const int64_t *tt = s->tpthr + (Py_ssize_t)a * (s->R + 1);
-    for (m = 0; m < s->M; m++) {
-        acc += layer[m];
-        cum[m] = acc;
-    }
+    int64_t fs = s->fsp[a];
     if (s->mode != 2 && !s->thr_ready[a])
         boot_thresholds(s, a);
     while (mask) {
-        int c = __builtin_ctzll(mask);
-        Py_ssize_t ci = (Py_ssize_t)a * MT + c;
-        int64_t tpv = tp[c], den = cum[c / T] + dfp[c] + tpv;
+        int t = __builtin_ctzll(mask);
+        Py_ssize_t ci = (Py_ssize_t)a * T + t;
+        int64_t tpv = tp[t], den = fs + dfp[t] + tpv;
         boot_point *st = s->stack + ci * s->cap;
         Py_ssize_t n = s->slen[ci];
         double key, pr = 0.0;
@@ -173,197 +175,63 @@ boot_flush(boot_state *s, int a, uint64_t mask)
     }
 }
 
-/* one item, counted w times (w copies in a row) */
+/* a false positive at every threshold of area a, w copies (w > 0) */
+static inline void
+boot_static_fp(boot_state *s, int a, int64_t w)
+{
+    if (s->pend[a]) {
+        boot_flush(s, a, s->pend[a]);
+        s->pend[a] = 0;
+    }
+    s->fsp[a] += w;
+}
+
+/* one item, counted w times (w copies in a row; w > 0) */
 static inline void
 boot_item(boot_state *s, Py_ssize_t p, int64_t w)
 {
-    int a, mm = s->mmin[p];
+    int a, mm = s->mmin[p], T = s->T;
     uint8_t f = s->flags[p];
-    uint64_t ge;
     if (mm >= s->M)
         return;
-    ge = s->ge[mm];
     if (f & BOOT_DYNAMIC) {
         const uint64_t *tpm = s->dtp + (Py_ssize_t)s->dyn[p] * s->A;
         const uint64_t *fpm = s->dfpm + (Py_ssize_t)s->dyn[p] * s->A;
         for (a = 0; a < s->A; a++) {
-            uint64_t tm = tpm[a], fm = fpm[a], TM = 0, FM = 0, fl, b;
-            int m;
+            uint64_t tm = tpm[a], fm = fpm[a], fl;
+            int64_t *tpc, *dfp;
+            int c, t;
             if (!((s->present >> a) & 1) || !(tm | fm))
                 continue;
-            for (m = mm; m < s->M; m++) {
-                TM |= tm << (m * s->T);
-                FM |= fm << (m * s->T);
-            }
-            fl = s->pend[a] & FM;
+            fl = s->pend[a] & fm;
             if (fl) {
                 boot_flush(s, a, fl);
-                s->pend[a] &= ~FM;
+                s->pend[a] &= ~fm;
             }
-            {   /* dense, branch-free (vectorised) adds over the cells */
-                int64_t *dfp = s->dfp + a * s->MT, *tpc = s->tp + a * s->MT;
-                int c, MT = s->MT;
-                for (c = 0; c < MT; c++) {
-                    dfp[c] += (int64_t)((FM >> c) & 1) * w;
-                    tpc[c] += (int64_t)((TM >> c) & 1) * w;
-                }
+            /* dense, branch-free (vectorised) adds */
+            tpc = s->tp + (Py_ssize_t)a * s->MT + (Py_ssize_t)mm * T;
+            {
+                int64_t add[64];
+                for (t = 0; t < T; t++)
+                    add[t] = (int64_t)((tm >> t) & 1) * w;
+                for (c = mm; c < s->M; c++, tpc += T)
+                    for (t = 0; t < T; t++)
+                        tpc[t] += add[t];
             }
-            (void)b;
-            s->pend[a] |= TM;
+            dfp = s->dfp + (Py_ssize_t)a * T;
+            for (t = 0; t < T; t++)
+                dfp[t] += (int64_t)((fm >> t) & 1) * w;
+            s->pend[a] |= tm;
         }
     }
     else {
         unsigned areas = f & s->present;
         while (areas) {
-            uint64_t fl;
             a = __builtin_ctz(areas);
             areas &= areas - 1;
-            fl = s->pend[a] & ge;
-            if (fl) {
-                boot_flush(s, a, fl);
-                s->pend[a] &= ~ge;
-            }
-            s->layer[a * s->M + mm] += w;
+            boot_static_fp(s, a, w);
         }
     }
-}
-
-typedef struct {
-    int64_t pos; /* a draw position of the run's image */
-    int64_t run;
-} boot_copy;
-
-static int
-boot_copy_cmp(const void *x, const void *y)
-{
-    int64_t a = ((const boot_copy *)x)->pos, b = ((const boot_copy *)y)->pos;
-    return (a > b) - (a < b);
-}
-
-/* A block of tied scores whose order matters, in draw order. Only the copies of its
- * image-runs holding a "dynamic" item (TP somewhere) are placed one by one; the static
- * false positives between two of them are counted per (area, max-dets layer) in slots:
- * slot d holds those drawn after dynamic copy d-1 and before copy d. Applying a slot
- * flushes the pending TPs its FPs follow (with the counts before the slot: a slot holds
- * no TP), then adds its counts. Returns -1 when out of memory. */
-static int
-boot_mixed_block(boot_state *s, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t run0,
-                 Py_ssize_t run1, const int64_t *rs, const int32_t *rimg,
-                 const uint8_t *run_dyn, const int32_t *img, const int64_t *wts,
-                 const int64_t *pstart, const int64_t *plist, boot_copy **dcp,
-                 Py_ssize_t *cap_dc, int64_t **slotp, Py_ssize_t *cap_slots)
-{
-    Py_ssize_t nd = 0, r, q, p, d, x, AM = (Py_ssize_t)s->A * s->M;
-    boot_copy *dc;
-    int64_t *slots, *dcpos;
-    for (r = run0; r < run1; r++)
-        if (run_dyn[r])
-            nd += wts[rimg[r]];
-    if (nd == 0) { /* no TP drawn: order does not matter */
-        for (p = lo; p < hi; p++)
-            if (wts[img[p]])
-                boot_item(s, p, wts[img[p]]);
-        return 0;
-    }
-    if (nd > *cap_dc) {
-        boot_copy *m = PyMem_RawRealloc(*dcp, (size_t)nd * (sizeof(boot_copy) +
-                                                            sizeof(int64_t)));
-        if (!m)
-            return -1;
-        *dcp = m;
-        *cap_dc = nd;
-    }
-    if ((nd + 1) * AM > *cap_slots) {
-        int64_t *m = PyMem_RawRealloc(*slotp, (size_t)((nd + 1) * AM) * sizeof(int64_t));
-        if (!m)
-            return -1;
-        *slotp = m;
-        *cap_slots = (nd + 1) * AM;
-    }
-    dc = *dcp;
-    slots = *slotp;
-    nd = 0;
-    for (r = run0; r < run1; r++)
-        if (run_dyn[r])
-            for (q = pstart[rimg[r]]; q < pstart[rimg[r] + 1]; q++) {
-                dc[nd].pos = plist[q];
-                dc[nd].run = r;
-                nd++;
-            }
-    if (nd <= 32) {
-        for (q = 1; q < nd; q++) {
-            boot_copy v = dc[q];
-            for (x = q; x > 0 && dc[x - 1].pos > v.pos; x--)
-                dc[x] = dc[x - 1];
-            dc[x] = v;
-        }
-    }
-    else
-        qsort(dc, (size_t)nd, sizeof(boot_copy), boot_copy_cmp);
-    memset(slots, 0, (size_t)((nd + 1) * AM) * sizeof(int64_t));
-    dcpos = (int64_t *)(dc + nd); /* the sorted positions, contiguous (room reserved) */
-    for (q = 0; q < nd; q++)
-        dcpos[q] = dc[q].pos;
-    for (r = run0; r < run1; r++) {
-        Py_ssize_t end = r + 1 < run1 ? rs[r + 1] : hi;
-        int64_t im = rimg[r];
-        if (run_dyn[r])
-            continue;
-        for (q = pstart[im]; q < pstart[im + 1]; q++) {
-            int64_t pos = plist[q];
-            Py_ssize_t a0 = 0; /* slot: the number of dynamic copies drawn before pos */
-            int64_t *sl;
-            if (nd <= 16) {
-                for (x = 0; x < nd; x++)
-                    a0 += dcpos[x] < pos;
-            }
-            else { /* branch-free binary search */
-                Py_ssize_t len = nd;
-                const int64_t *base = dcpos;
-                while (len > 1) {
-                    Py_ssize_t half = len / 2;
-                    base = base[half - 1] < pos ? base + half : base;
-                    len -= half;
-                }
-                a0 = (base - dcpos) + (*base < pos);
-            }
-            sl = slots + a0 * AM;
-            for (p = rs[r]; p < end; p++) {
-                unsigned areas = s->flags[p] & s->present;
-                int mm = s->mmin[p];
-                if (mm >= s->M)
-                    continue;
-                while (areas) {
-                    int a = __builtin_ctz(areas);
-                    areas &= areas - 1;
-                    sl[a * s->M + mm]++;
-                }
-            }
-        }
-    }
-    for (d = 0; d <= nd; d++) {
-        const int64_t *sl = slots + d * AM;
-        int a, l;
-        for (a = 0; a < s->A; a++)
-            for (l = 0; l < s->M; l++) {
-                int64_t c = sl[a * s->M + l];
-                uint64_t fl;
-                if (!c)
-                    continue;
-                fl = s->pend[a] & s->ge[l];
-                if (fl) {
-                    boot_flush(s, a, fl);
-                    s->pend[a] &= ~fl;
-                }
-                s->layer[a * s->M + l] += c;
-            }
-        if (d < nd) {
-            r = dc[d].run;
-            for (p = rs[r]; p < (r + 1 < run1 ? rs[r + 1] : hi); p++)
-                boot_item(s, p, 1);
-        }
-    }
-    return 0;
 }
 
 enum {
@@ -385,14 +253,18 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     Py_buffer b[N_BOOT_ARGS];
     void *copies[N_BOOT_ARGS] = {NULL};
     Py_ssize_t n = -1, n1, n2, n3, nd = -1, nd2, kk = -1, nb = -1, nbm, nr = -1, nr1, bi = -1,
-               ng = -1, ne = -1, ne2 = -1, r = -1, i, I, B, K, NB, NR, D, cells, max_class = 0;
+               ng = -1, ne = -1, ne2 = -1, r = -1, i, I, B, K, NB, NR, D, cells, max_class = 0,
+               nmb = 0;
     int A, T, M, mode, k, ok = 1;
     boot_state s;
-    int64_t *wts = NULL, *pstart = NULL, *plist = NULL, *mb_of = NULL, *mb_run0 = NULL,
-            *slots = NULL;
+    /* per mixed block: its first run, dynamic copies, slot / dynamic-list offsets, fill */
+    int64_t *wts = NULL, *mb_of = NULL, *mb_run0 = NULL, *mb_nd = NULL, *mb_soff = NULL,
+            *mb_doff = NULL, *mb_cur = NULL, *slots = NULL, *img_rs = NULL, *run_cnt = NULL;
+    int32_t *img_runs = NULL, *run_mb = NULL, *dseq = NULL, *dyn_runs = NULL, *mem_mb = NULL;
+    int32_t *mem_cnt = NULL; /* per membership (image-major): block (-1 - block if dynamic)
+                                and static counts per area, read sequentially */
     uint8_t *run_dyn = NULL;
-    boot_copy *dc = NULL;
-    Py_ssize_t cap_dc = 0, cap_slots = 0;
+    Py_ssize_t cap_slots = 0, cap_dseq = 0, n_dyn_runs = 0;
     (void)self;
 
     memset(b, 0, sizeof b);
@@ -402,8 +274,8 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                                      &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14],
                                      &o[15], &I, &A, &T, &M, &mode))
         return NULL;
-    if (I < 1 || I >= INT32_MAX || A < 1 || A > 7 || T < 1 || M < 1 || M * T > 64 || mode < 0 || mode > 2 ||
-        (mode == 2 && (A != 1 || T != 1 || M != 1))) {
+    if (I < 1 || I >= INT32_MAX || A < 1 || A > 7 || T < 1 || T > 64 || M < 1 || M > 64 ||
+        mode < 0 || mode > 2 || (mode == 2 && (A != 1 || T != 1 || M != 1))) {
         PyErr_SetString(PyExc_ValueError, "boot_curves: bad sizes or mode");
         return NULL;
     }
@@ -432,20 +304,20 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
         get_buf(o[B_RUN_IMAGE], &b[B_RUN_IMAGE], 4, &nr1, "run_image") < 0 ||
         get_buf(o[B_DRAWS], &b[B_DRAWS], 8, &bi, "draws") < 0 ||
         get_buf(o[B_GT_START], &b[B_GT_START], 8, &ng, "gt_start") < 0 ||
-        get_buf(o[B_GT_CELL], &b[B_GT_CELL], 8, &ne, "gt_cell") < 0 ||
+        get_buf(o[B_GT_CELL], &b[B_GT_CELL], 8, &ne, "gt_cell") < 0)
+        goto done;
+    ne2 = ne;
+    if (get_buf(o[B_GT_COUNT], &b[B_GT_COUNT], 8, &ne2, "gt_count") < 0 ||
         get_buf(o[B_THRESHOLDS], &b[B_THRESHOLDS], 8, &r, "thresholds") < 0)
         goto done;
     K = kk - 1;
     NB = nb - 1;
     NR = nr - 1;
+    D = nd / A;
     if (n >= INT32_MAX || nb >= INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "boot_curves: too many items");
         goto done;
     }
-    D = nd / A;
-    ne2 = ne;
-    if (get_buf(o[B_GT_COUNT], &b[B_GT_COUNT], 8, &ne2, "gt_count") < 0)
-        goto done;
     if (bi % I != 0 || ng != I + 1 || r < 1) {
         PyErr_SetString(PyExc_ValueError, "boot_curves: draws, gt_start or thresholds "
                                           "mis-sized");
@@ -457,7 +329,13 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     mb_of = PyMem_RawMalloc((size_t)(NB + 1) * sizeof(int64_t));
     mb_run0 = PyMem_RawMalloc((size_t)(NB + 2) * sizeof(int64_t));
     run_dyn = PyMem_RawCalloc((size_t)NR + 1, 1);
-    if (!mb_of || !mb_run0 || !run_dyn) {
+    run_mb = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int32_t));
+    run_cnt = PyMem_RawCalloc((size_t)(NR + 1) * (size_t)A, sizeof(int64_t));
+    img_rs = PyMem_RawCalloc((size_t)I + 1, sizeof(int64_t));
+    img_runs = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int32_t));
+    dyn_runs = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int32_t));
+    if (!mb_of || !mb_run0 || !run_dyn || !run_mb || !run_cnt || !img_rs || !img_runs ||
+        !dyn_runs) {
         PyErr_NoMemory();
         goto done;
     }
@@ -465,13 +343,14 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
         const int32_t *img = (const int32_t *)b[B_ITEM_IMAGE].buf;
         const int32_t *dyn = (const int32_t *)b[B_ITEM_DYN].buf;
         const uint8_t *flags = (const uint8_t *)b[B_ITEM_FLAGS].buf;
+        const uint8_t *mmin = (const uint8_t *)b[B_ITEM_MMIN].buf;
         const int64_t *cs = (const int64_t *)b[B_CLASS_START].buf;
         const int64_t *bs = (const int64_t *)b[B_BLOCK_START].buf;
         const uint8_t *mixed = (const uint8_t *)b[B_BLOCK_MIXED].buf;
         const int64_t *rs = (const int64_t *)b[B_RUN_START].buf;
         const int32_t *rimg = (const int32_t *)b[B_RUN_IMAGE].buf;
         const int64_t *dr = (const int64_t *)b[B_DRAWS].buf;
-        Py_ssize_t blk = 0, nmb = 0, run = 0;
+        Py_ssize_t blk = 0, run = 0;
         /* validate: indices in range, starts increasing, classes on block boundaries,
          * the runs tiling the mixed blocks */
         for (i = 0; i < n && ok; i++) {
@@ -517,7 +396,13 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                         ok = 0;
                     if (flags[q] & BOOT_DYNAMIC)
                         run_dyn[run] = 1;
+                    else if (mmin[q] < M) {
+                        int a;
+                        for (a = 0; a < A; a++)
+                            run_cnt[run * A + a] += (flags[q] >> a) & 1;
+                    }
                 }
+                run_mb[run] = (int32_t)nmb;
                 run++;
             }
             nmb++;
@@ -545,7 +430,46 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
             PyErr_SetString(PyExc_ValueError, "boot_curves: inconsistent inputs");
             goto done;
         }
+        /* image -> its runs in mixed blocks; the runs holding a dynamic item */
+        for (i = 0; i < NR; i++) {
+            img_rs[rimg[i] + 1]++;
+            if (run_dyn[i])
+                dyn_runs[n_dyn_runs++] = (int32_t)i;
+        }
+        for (i = 0; i < I; i++)
+            img_rs[i + 1] += img_rs[i];
+        {
+            int64_t *fill = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
+            mem_mb = PyMem_RawMalloc((size_t)(NR + 1) * sizeof(int32_t));
+            mem_cnt = PyMem_RawMalloc((size_t)(NR + 1) * (size_t)A * sizeof(int32_t));
+            if (!fill || !mem_mb || !mem_cnt) {
+                PyMem_RawFree(fill);
+                PyErr_NoMemory();
+                goto done;
+            }
+            memcpy(fill, img_rs, (size_t)I * sizeof(int64_t));
+            for (i = 0; i < NR; i++) {
+                int64_t q = fill[rimg[i]]++;
+                int a;
+                img_runs[q] = (int32_t)i;
+                mem_mb[q] = run_dyn[i] ? -1 - run_mb[i] : run_mb[i];
+                for (a = 0; a < A; a++) {
+                    if (run_cnt[i * A + a] >= INT32_MAX)
+                        ok = 0;
+                    mem_cnt[q * A + a] = (int32_t)run_cnt[i * A + a];
+                }
+            }
+            PyMem_RawFree(fill);
+            if (!ok) {
+                PyErr_SetString(PyExc_ValueError, "boot_curves: image-run too long");
+                goto done;
+            }
+        }
     }
+    mb_nd = PyMem_RawCalloc((size_t)nmb + 1, sizeof(int64_t));
+    mb_soff = PyMem_RawCalloc((size_t)nmb + 1, sizeof(int64_t));
+    mb_doff = PyMem_RawCalloc((size_t)nmb + 1, sizeof(int64_t));
+    mb_cur = PyMem_RawCalloc((size_t)nmb + 1, sizeof(int64_t));
     cells = (Py_ssize_t)T * K * A * M;
     out_v = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(B * cells * 8));
     out_t = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(B * cells * 8));
@@ -566,27 +490,18 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     s.dyn = (const int32_t *)b[B_ITEM_DYN].buf;
     s.dtp = (const uint64_t *)b[B_DYN_TP].buf;
     s.dfpm = (const uint64_t *)b[B_DYN_FP].buf;
-    {
-        int m;
-        uint64_t all = s.MT == 64 ? ~(uint64_t)0 : (((uint64_t)1 << s.MT) - 1);
-        for (m = 0; m <= M; m++)
-            s.ge[m] = m * T >= 64 ? 0 : all & ~((((uint64_t)1) << (m * T)) - 1);
-    }
     s.tp = PyMem_RawCalloc((size_t)A * s.MT, sizeof(int64_t));
-    s.dfp = PyMem_RawCalloc((size_t)A * s.MT, sizeof(int64_t));
-    s.layer = PyMem_RawCalloc((size_t)A * M, sizeof(int64_t));
+    s.dfp = PyMem_RawCalloc((size_t)A * T, sizeof(int64_t));
+    s.fsp = PyMem_RawCalloc((size_t)A, sizeof(int64_t));
     s.pend = PyMem_RawCalloc((size_t)A, sizeof(uint64_t));
-    s.jptr = PyMem_RawCalloc((size_t)A * s.MT, sizeof(int));
+    s.jptr = PyMem_RawCalloc((size_t)A * T, sizeof(int));
     s.tpthr = PyMem_RawMalloc((size_t)A * (size_t)(r + 1) * sizeof(int64_t));
     s.thr_ready = PyMem_RawCalloc((size_t)A, 1);
-    s.slen = PyMem_RawCalloc((size_t)A * s.MT, sizeof(Py_ssize_t));
-    s.stack = PyMem_RawMalloc((size_t)A * s.MT * (size_t)s.cap * sizeof(boot_point));
+    s.slen = PyMem_RawCalloc((size_t)A * T, sizeof(Py_ssize_t));
+    s.stack = PyMem_RawMalloc((size_t)A * T * (size_t)s.cap * sizeof(boot_point));
     wts = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
-    pstart = PyMem_RawMalloc((size_t)(I + 1) * sizeof(int64_t));
-    plist = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
-    if (!s.tp || !s.dfp || !s.layer || !s.pend || !s.jptr || !s.slen || !s.stack || !wts ||
-        !s.tpthr || !s.thr_ready ||
-        !pstart || !plist) {
+    if (!s.tp || !s.dfp || !s.fsp || !s.pend || !s.jptr || !s.tpthr || !s.thr_ready ||
+        !s.slen || !s.stack || !wts || !mb_nd || !mb_soff || !mb_doff || !mb_cur) {
         PyErr_NoMemory();
         goto done;
     }
@@ -603,29 +518,70 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
         double *val = (double *)PyByteArray_AS_STRING(out_v);
         double *tpo = (double *)PyByteArray_AS_STRING(out_t);
         int64_t *npig = (int64_t *)PyByteArray_AS_STRING(out_n);
-        Py_ssize_t rep, AMT = (Py_ssize_t)A * s.MT;
+        Py_ssize_t rep;
         Py_BEGIN_ALLOW_THREADS
         for (rep = 0; rep < B && ok; rep++) {
             const int64_t *row = draws + rep * I;
-            Py_ssize_t blk = 0, j, q;
-            /* weights and, per image, its draw positions in ascending order */
+            Py_ssize_t blk = 0, j, q, mb;
             memset(wts, 0, (size_t)I * sizeof(int64_t));
             for (j = 0; j < I; j++)
                 wts[row[j]]++;
-            pstart[0] = 0;
-            for (j = 0; j < I; j++)
-                pstart[j + 1] = pstart[j] + wts[j];
-            for (j = 0; j < I; j++)
-                plist[pstart[row[j]]++] = j;
-            for (j = I; j > 0; j--)
-                pstart[j] = pstart[j - 1];
-            pstart[0] = 0;
             /* counted ground truth: sum of the drawn images' counts */
             memset(npig + rep * K * A, 0, (size_t)(K * A) * sizeof(int64_t));
             for (j = 0; j < I; j++)
                 if (wts[j])
                     for (q = gs[j]; q < gs[j + 1]; q++)
                         npig[rep * K * A + gcell[q]] += wts[j] * gcount[q];
+            /* mixed blocks: dynamic copies in draw order, static copies into slots */
+            if (nmb) {
+                Py_ssize_t so = 0, dofs = 0;
+                memset(mb_nd, 0, (size_t)nmb * sizeof(int64_t));
+                for (q = 0; q < n_dyn_runs; q++)
+                    mb_nd[run_mb[dyn_runs[q]]] += wts[rimg[dyn_runs[q]]];
+                for (mb = 0; mb < nmb; mb++) {
+                    mb_soff[mb] = so;
+                    mb_doff[mb] = dofs;
+                    mb_cur[mb] = 0;
+                    so += mb_nd[mb] + 1;
+                    dofs += mb_nd[mb];
+                }
+                if (so * A > cap_slots) {
+                    int64_t *m2 = PyMem_RawRealloc(slots, (size_t)(so * A) * sizeof(int64_t));
+                    if (!m2) {
+                        ok = 0;
+                        break;
+                    }
+                    slots = m2;
+                    cap_slots = so * A;
+                }
+                if (dofs > cap_dseq || !dseq) {
+                    int32_t *m3 = PyMem_RawRealloc(dseq, (size_t)(dofs + 1) * sizeof(int32_t));
+                    if (!m3) {
+                        ok = 0;
+                        break;
+                    }
+                    dseq = m3;
+                    cap_dseq = dofs;
+                }
+                memset(slots, 0, (size_t)(so * A) * sizeof(int64_t));
+                for (j = 0; j < I; j++) {
+                    int64_t im = row[j];
+                    for (q = img_rs[im]; q < img_rs[im + 1]; q++) {
+                        int32_t m_ = mem_mb[q];
+                        if (m_ < 0) {
+                            m_ = -1 - m_;
+                            dseq[mb_doff[m_] + mb_cur[m_]++] = img_runs[q];
+                        }
+                        else {
+                            int64_t *sl = slots + (mb_soff[m_] + mb_cur[m_]) * A;
+                            const int32_t *cnt = mem_cnt + q * A;
+                            int a;
+                            for (a = 0; a < A; a++)
+                                sl[a] += cnt[a];
+                        }
+                    }
+                }
+            }
             for (k = 0; k < K; k++) {
                 Py_ssize_t cell;
                 int a, m, t;
@@ -634,13 +590,13 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                 for (a = 0; a < A; a++)
                     if (s.npig_k[a] > 0)
                         s.present |= 1u << a;
-                memset(s.tp, 0, (size_t)AMT * sizeof(int64_t));
-                memset(s.dfp, 0, (size_t)AMT * sizeof(int64_t));
-                memset(s.layer, 0, (size_t)A * M * sizeof(int64_t));
+                memset(s.tp, 0, (size_t)A * s.MT * sizeof(int64_t));
+                memset(s.dfp, 0, (size_t)A * T * sizeof(int64_t));
+                memset(s.fsp, 0, (size_t)A * sizeof(int64_t));
                 memset(s.pend, 0, (size_t)A * sizeof(uint64_t));
-                memset(s.jptr, 0, (size_t)AMT * sizeof(int));
+                memset(s.jptr, 0, (size_t)A * T * sizeof(int));
+                memset(s.slen, 0, (size_t)A * T * sizeof(Py_ssize_t));
                 memset(s.thr_ready, 0, (size_t)A);
-                memset(s.slen, 0, (size_t)AMT * sizeof(Py_ssize_t));
                 while (blk < NB && bs[blk] < cs[k])
                     blk++;
                 for (; blk < NB && bs[blk] < cs[k + 1]; blk++) {
@@ -652,38 +608,36 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                         for (p = lo; p < hi; p++) {
                             int64_t w = wts[img[p]];
                             unsigned f = fl8[p], areas;
-                            int mm = mm8[p];
-                            uint64_t nz, ge;
+                            if (!w || mm8[p] >= M)
+                                continue;
                             if (f & BOOT_DYNAMIC) {
-                                if (w)
-                                    boot_item(&s, p, w);
+                                boot_item(&s, p, w);
                                 continue;
                             }
-                            if (mm >= M)
-                                continue;
-                            /* a static false positive, branch-light: a zero weight adds 0
-                             * and flushes nothing */
-                            nz = (uint64_t)0 - (uint64_t)(w != 0);
-                            ge = s.ge[mm] & nz;
                             areas = f & s.present;
                             while (areas) {
-                                int a = __builtin_ctz(areas);
-                                uint64_t fl = s.pend[a] & ge;
+                                int a2 = __builtin_ctz(areas);
                                 areas &= areas - 1;
-                                if (fl) {
-                                    boot_flush(&s, a, fl);
-                                    s.pend[a] &= ~fl;
-                                }
-                                s.layer[a * M + mm] += w;
+                                boot_static_fp(&s, a2, w);
                             }
                         }
                     }
-                    else if (boot_mixed_block(&s, lo, hi, mb_run0[mb_of[blk]],
-                                              mb_run0[mb_of[blk] + 1], rs, rimg, run_dyn,
-                                              img, wts, pstart, plist, &dc, &cap_dc, &slots,
-                                              &cap_slots) < 0) {
-                        ok = 0;
-                        break;
+                    else {
+                        Py_ssize_t d, nd_ = mb_nd[mb_of[blk]];
+                        const int64_t *sl = slots + mb_soff[mb_of[blk]] * A;
+                        const int32_t *ds = dseq + mb_doff[mb_of[blk]];
+                        Py_ssize_t run1 = mb_run0[mb_of[blk] + 1];
+                        for (d = 0; d <= nd_; d++, sl += A) {
+                            for (a = 0; a < A; a++)
+                                if (sl[a] && ((s.present >> a) & 1))
+                                    boot_static_fp(&s, a, sl[a]);
+                            if (d < nd_) {
+                                int32_t rr = ds[d];
+                                Py_ssize_t end = rr + 1 < run1 ? rs[rr + 1] : hi;
+                                for (p = rs[rr]; p < end; p++)
+                                    boot_item(&s, p, 1);
+                            }
+                        }
                     }
                 }
                 for (a = 0; a < A; a++)
@@ -694,7 +648,7 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                 for (a = 0; a < A; a++)
                     for (m = 0; m < M; m++)
                         for (t = 0; t < T; t++) {
-                            Py_ssize_t ci = (Py_ssize_t)a * s.MT + m * T + t, e;
+                            Py_ssize_t ci = (Py_ssize_t)a * T + t, e;
                             double v = 0.0, prev = 0.0;
                             const boot_point *st = s.stack + ci * s.cap;
                             cell = (((rep * T + t) * K + k) * A + a) * M + m;
@@ -702,12 +656,16 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                                 val[cell] = tpo[cell] = NAN;
                                 continue;
                             }
+                            tpo[cell] = (double)s.tp[(Py_ssize_t)a * s.MT + m * T + t];
+                            if (m != M - 1) {
+                                val[cell] = 0.0;
+                                continue;
+                            }
                             for (e = 0; e < s.slen[ci]; e++) {
                                 v += st[e].pr * (st[e].key - prev);
                                 prev = st[e].key;
                             }
                             val[cell] = v;
-                            tpo[cell] = (double)s.tp[ci];
                         }
             }
         }
@@ -728,7 +686,7 @@ done:
     free_copies(copies, N_BOOT_ARGS);
     PyMem_RawFree(s.tp);
     PyMem_RawFree(s.dfp);
-    PyMem_RawFree(s.layer);
+    PyMem_RawFree(s.fsp);
     PyMem_RawFree(s.pend);
     PyMem_RawFree(s.jptr);
     PyMem_RawFree(s.tpthr);
@@ -736,12 +694,21 @@ done:
     PyMem_RawFree(s.slen);
     PyMem_RawFree(s.stack);
     PyMem_RawFree(wts);
-    PyMem_RawFree(pstart);
-    PyMem_RawFree(plist);
     PyMem_RawFree(mb_of);
     PyMem_RawFree(mb_run0);
-    PyMem_RawFree(run_dyn);
-    PyMem_RawFree(dc);
+    PyMem_RawFree(mb_nd);
+    PyMem_RawFree(mb_soff);
+    PyMem_RawFree(mb_doff);
+    PyMem_RawFree(mb_cur);
     PyMem_RawFree(slots);
+    PyMem_RawFree(img_rs);
+    PyMem_RawFree(run_cnt);
+    PyMem_RawFree(img_runs);
+    PyMem_RawFree(run_mb);
+    PyMem_RawFree(dseq);
+    PyMem_RawFree(dyn_runs);
+    PyMem_RawFree(run_dyn);
+    PyMem_RawFree(mem_mb);
+    PyMem_RawFree(mem_cnt);
     return result;
 }
