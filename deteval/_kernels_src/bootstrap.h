@@ -259,7 +259,8 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     boot_state s;
     /* per mixed block: its first run, dynamic copies, slot / dynamic-list offsets, fill */
     int64_t *wts = NULL, *mb_of = NULL, *mb_run0 = NULL, *mb_nd = NULL, *mb_soff = NULL,
-            *mb_doff = NULL, *mb_cur = NULL, *slots = NULL, *img_rs = NULL, *run_cnt = NULL;
+            *mb_doff = NULL, *mb_cur = NULL, *img_rs = NULL, *run_cnt = NULL;
+    int32_t *slots = NULL; /* per replicate: at most I draws x the longest image-run */
     int32_t *img_runs = NULL, *run_mb = NULL, *dseq = NULL, *dyn_runs = NULL, *mem_mb = NULL;
     int32_t *mem_cnt = NULL; /* per membership (image-major): block (-1 - block if dynamic)
                                 and static counts per area, read sequentially */
@@ -460,8 +461,17 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                 }
             }
             PyMem_RawFree(fill);
+            {
+                int64_t longest = 0; /* static items of one image-run, per area */
+                for (i = 0; i < NR * A; i++)
+                    if (run_cnt[i] > longest)
+                        longest = run_cnt[i];
+                if ((double)longest * (double)I >= (double)INT32_MAX)
+                    ok = 0;
+            }
             if (!ok) {
-                PyErr_SetString(PyExc_ValueError, "boot_curves: image-run too long");
+                PyErr_SetString(PyExc_ValueError, "boot_curves: image-runs too long for "
+                                                  "32-bit slot counts");
                 goto done;
             }
         }
@@ -539,14 +549,13 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                 for (q = 0; q < n_dyn_runs; q++)
                     mb_nd[run_mb[dyn_runs[q]]] += wts[rimg[dyn_runs[q]]];
                 for (mb = 0; mb < nmb; mb++) {
-                    mb_soff[mb] = so;
+                    mb_soff[mb] = so * A;  /* the fill pointers: slot, dynamic list */
                     mb_doff[mb] = dofs;
-                    mb_cur[mb] = 0;
                     so += mb_nd[mb] + 1;
                     dofs += mb_nd[mb];
                 }
                 if (so * A > cap_slots) {
-                    int64_t *m2 = PyMem_RawRealloc(slots, (size_t)(so * A) * sizeof(int64_t));
+                    int32_t *m2 = PyMem_RawRealloc(slots, (size_t)(so * A) * sizeof(int32_t));
                     if (!m2) {
                         ok = 0;
                         break;
@@ -563,23 +572,32 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                     dseq = m3;
                     cap_dseq = dofs;
                 }
-                memset(slots, 0, (size_t)(so * A) * sizeof(int64_t));
+                memset(slots, 0, (size_t)(so * A) * sizeof(int32_t));
                 for (j = 0; j < I; j++) {
                     int64_t im = row[j];
                     for (q = img_rs[im]; q < img_rs[im + 1]; q++) {
                         int32_t m_ = mem_mb[q];
-                        if (m_ < 0) {
+                        if (m_ < 0) { /* a dynamic copy: the next slot begins after it */
                             m_ = -1 - m_;
-                            dseq[mb_doff[m_] + mb_cur[m_]++] = img_runs[q];
+                            dseq[mb_doff[m_]++] = img_runs[q];
+                            mb_soff[m_] += A;
                         }
                         else {
-                            int64_t *sl = slots + (mb_soff[m_] + mb_cur[m_]) * A;
+                            int32_t *sl = slots + mb_soff[m_];
                             const int32_t *cnt = mem_cnt + q * A;
                             int a;
                             for (a = 0; a < A; a++)
                                 sl[a] += cnt[a];
                         }
                     }
+                }
+                /* back to the starts */
+                so = dofs = 0;
+                for (mb = 0; mb < nmb; mb++) {
+                    mb_soff[mb] = so * A;
+                    mb_doff[mb] = dofs;
+                    so += mb_nd[mb] + 1;
+                    dofs += mb_nd[mb];
                 }
             }
             for (k = 0; k < K; k++) {
@@ -624,13 +642,13 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
                     }
                     else {
                         Py_ssize_t d, nd_ = mb_nd[mb_of[blk]];
-                        const int64_t *sl = slots + mb_soff[mb_of[blk]] * A;
+                        const int32_t *sl = slots + mb_soff[mb_of[blk]];
                         const int32_t *ds = dseq + mb_doff[mb_of[blk]];
                         Py_ssize_t run1 = mb_run0[mb_of[blk] + 1];
                         for (d = 0; d <= nd_; d++, sl += A) {
                             for (a = 0; a < A; a++)
                                 if (sl[a] && ((s.present >> a) & 1))
-                                    boot_static_fp(&s, a, sl[a]);
+                                    boot_static_fp(&s, a, (int64_t)sl[a]);
                             if (d < nd_) {
                                 int32_t rr = ds[d];
                                 Py_ssize_t end = rr + 1 < run1 ? rs[rr + 1] : hi;
