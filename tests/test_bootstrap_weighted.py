@@ -351,3 +351,27 @@ def test_no_images_gives_null_replicates():
     rep = deteval.evaluate_coco(gt, [], bootstrap=5)
     assert rep.uncertainty["intervals"]["AP"] is None
     assert rep.uncertainty["null_replicates"]["AP"] == 5
+
+
+def test_progress_bar_on_a_terminal_when_slow(monkeypatch):
+    pytest.importorskip("tqdm")
+    import io
+    import sys
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = boot._Progress(10, "bootstrap", after=0.0)  # "slow": any work counts
+    bar.update(2)
+    bar.update(8)
+    bar.close()
+    assert "bootstrap:" in err.getvalue() and "/10 " in err.getvalue()
+    fast = Tty()
+    monkeypatch.setattr(sys, "stderr", fast)
+    bar = boot._Progress(10, "bootstrap", after=3600.0)  # quick work: no bar
+    bar.update(2)
+    bar.close()
+    assert fast.getvalue() == ""
