@@ -113,40 +113,21 @@ def iter_coco_replicates(matches: CocoMatches, gt_counts: np.ndarray, samples: i
 
 def percentile_interval(values, confidence: float = 0.95
                         ) -> Tuple[Optional[Tuple[float, float]], int]:
-    """``numpy.percentile`` at ``(1-c)/2`` and ``(1+c)/2`` of the defined values.
+    """``numpy.percentile(defined, [100 * (1 - c) / 2, 100 * (1 + c) / 2])`` (linear
+    interpolation) of the defined values.
 
     Returns the interval (``None`` if no value is defined) and the number of null
     (None/NaN) replicates left out.
     """
-    v = np.array([np.nan if x is None else float(x) for x in values], dtype=np.float64)
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        v = values.astype(np.float64, copy=False)
+    else:
+        v = np.array([np.nan if x is None else float(x) for x in values], dtype=np.float64)
     ok = ~np.isnan(v)
     if not ok.any():
         return None, int((~ok).sum())
     q = np.percentile(v[ok], [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2])
     return (float(q[0]), float(q[1])), int((~ok).sum())
-
-
-def coco_bootstrap(matches: CocoMatches, gt_counts: np.ndarray, summarize,
-                   samples: int = 1000, seed: int = 0, confidence: float = 0.95) -> Dict:
-    """The report's ``uncertainty`` section for named COCO figures.
-
-    ``summarize(matches) -> dict name -> float or None`` computes one replicate's
-    figures (e.g. ``summarize_coco(...).stats``).
-    """
-    check_bootstrap_params(samples, confidence)
-    replicates: Dict[str, list] = {}
-    for rep in iter_coco_replicates(matches, gt_counts, samples, seed):
-        for name, value in summarize(rep).items():
-            replicates.setdefault(name, []).append(value)
-    intervals, nulls = {}, {}
-    for name, vals in replicates.items():
-        iv, n_null = percentile_interval(vals, confidence)
-        intervals[name] = None if iv is None else list(iv)
-        if n_null:
-            nulls[name] = n_null
-    return {"method": "image bootstrap", "samples": samples, "seed": seed,
-            "confidence": confidence, "intervals": intervals, "null_replicates": nulls,
-            "replicates": replicates}
 
 
 # ----------------------------------------------------------------- weighted path
