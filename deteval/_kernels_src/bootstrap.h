@@ -259,7 +259,7 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     boot_state s;
     /* per mixed block: its first run, dynamic copies, slot / dynamic-list offsets, fill */
     int64_t *wts = NULL, *mb_of = NULL, *mb_run0 = NULL, *mb_nd = NULL, *mb_soff = NULL,
-            *mb_doff = NULL, *mb_cur = NULL, *img_rs = NULL, *run_cnt = NULL;
+            *mb_doff = NULL, *img_rs = NULL, *run_cnt = NULL;
     int32_t *slots = NULL; /* per replicate: at most I draws x the longest image-run */
     int32_t *img_runs = NULL, *run_mb = NULL, *dseq = NULL, *dyn_runs = NULL, *mem_mb = NULL;
     int32_t *mem_cnt = NULL; /* per membership (image-major): block (-1 - block if dynamic)
@@ -479,7 +479,6 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     mb_nd = PyMem_RawCalloc((size_t)nmb + 1, sizeof(int64_t));
     mb_soff = PyMem_RawCalloc((size_t)nmb + 1, sizeof(int64_t));
     mb_doff = PyMem_RawCalloc((size_t)nmb + 1, sizeof(int64_t));
-    mb_cur = PyMem_RawCalloc((size_t)nmb + 1, sizeof(int64_t));
     cells = (Py_ssize_t)T * K * A * M;
     out_v = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(B * cells * 8));
     out_t = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(B * cells * 8));
@@ -511,7 +510,7 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     s.stack = PyMem_RawMalloc((size_t)A * T * (size_t)s.cap * sizeof(boot_point));
     wts = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
     if (!s.tp || !s.dfp || !s.fsp || !s.pend || !s.jptr || !s.tpthr || !s.thr_ready ||
-        !s.slen || !s.stack || !wts || !mb_nd || !mb_soff || !mb_doff || !mb_cur) {
+        !s.slen || !s.stack || !wts || !mb_nd || !mb_soff || !mb_doff) {
         PyErr_NoMemory();
         goto done;
     }
@@ -717,7 +716,6 @@ done:
     PyMem_RawFree(mb_nd);
     PyMem_RawFree(mb_soff);
     PyMem_RawFree(mb_doff);
-    PyMem_RawFree(mb_cur);
     PyMem_RawFree(slots);
     PyMem_RawFree(img_rs);
     PyMem_RawFree(run_cnt);
