@@ -375,3 +375,32 @@ def test_progress_bar_on_a_terminal_when_slow(monkeypatch):
     bar.update(2)
     bar.close()
     assert fast.getvalue() == ""
+
+
+@needs_kernel
+@pytest.mark.parametrize("metric", ["voc07", "voc12"])
+def test_voc_many_envelope_corners_from_one_duplicated_image(metric):
+    """One image holding a TP and a duplicate FP at the same score, drawn every time: the
+    replicate alternates TP, FP, TP, ... (one envelope corner per copy: more corners than
+    the class has records) and equals the reference path."""
+    from deteval.ap import summarize_voc
+    ids = [f"{i:03d}" for i in range(40)]
+    gt_list = [("000", "a", 10, 10, 50, 50, False)]
+    det_list = [("000", "a", 0.5, 10, 10, 50, 50), ("000", "a", 0.5, 11, 11, 50, 50)]
+    G, D = _voc_tables(gt_list, det_list, ids)
+    m = match_voc(G, D, 0.5, "devkit")
+    rec = boot.voc_records(G, D, m, "devkit")
+    items = boot.rank_items(m.class_idx, m.scores, rec.image_key, rec.within,
+                            (m.outcome == 1)[:, None, None], (m.outcome == 0)[:, None, None],
+                            np.zeros(2, np.uint8), 1)
+    assert items.block_mixed.tolist() == [1]
+    draws = np.zeros((1, 40), dtype=np.int64)
+    from deteval.ap import VOC07_GRID_MATLAB
+    mode = 1 if metric == "voc07" else 2
+    value, _, npig = boot.boot_curves(items, draws, boot.GtCounts.from_dense(rec.gt_counts),
+                                      VOC07_GRID_MATLAB if mode == 1 else np.zeros(1), 1, 1,
+                                      mode)
+    assert npig[0, 0, 0] == 40
+    got = value[0, 0, 0, 0, 0] / (11 if mode == 1 else 1)
+    want = summarize_voc(boot.resample_voc_matches(rec, draws[0]), metric, "devkit").ap[0]
+    assert got == pytest.approx(want, abs=1e-12)

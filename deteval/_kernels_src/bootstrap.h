@@ -77,6 +77,7 @@ typedef struct {
     const int32_t *dyn;
     const uint64_t *dtp, *dfpm;
     unsigned present;          /* area bits with npig > 0 */
+    int oom;                   /* a stack could not grow */
 } boot_state;
 
 /* tpthr[j] = the least tp >= 0 whose recall fl(tp / npig) reaches thr[j] (recall is
@@ -163,6 +164,20 @@ boot_flush(boot_state *s, int a, uint64_t mask)
             n--;
         }
         if (!(n > 0 && st[n - 1].key == key)) {
+            if (n >= s->cap) {
+                /* mode 2 only (modes 0, 1 keep at most R points, one per threshold count;
+                 * mode 2 has one cell): the copies of duplicated images can make more
+                 * envelope corners than the class has records */
+                boot_point *grown = PyMem_RawRealloc(s->stack, (size_t)(2 * s->cap) *
+                                                     sizeof(boot_point));
+                if (!grown) {
+                    s->oom = 1;
+                    return;
+                }
+                s->stack = grown;
+                s->cap *= 2;
+                st = s->stack + ci * s->cap;
+            }
             if (!have_pr)
                 pr = (double)tpv / ((double)(den - tpv) + (double)tpv + s->eps);
             st[n].key = key;
@@ -493,7 +508,7 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     s.R = (int)r;
     s.thr = (const double *)b[B_THRESHOLDS].buf;
     s.eps = mode == 0 ? 2.220446049250313e-16 : 0.0;
-    s.cap = mode == 2 ? max_class + 1 : r + 1;
+    s.cap = mode == 2 ? max_class + 2 : r + 1;
     s.mmin = (const uint8_t *)b[B_ITEM_MMIN].buf;
     s.flags = (const uint8_t *)b[B_ITEM_FLAGS].buf;
     s.dyn = (const int32_t *)b[B_ITEM_DYN].buf;
@@ -687,7 +702,7 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
             }
         }
         Py_END_ALLOW_THREADS
-        if (!ok) {
+        if (!ok || s.oom) {
             PyErr_NoMemory();
             goto done;
         }
