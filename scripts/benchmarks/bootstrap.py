@@ -4,9 +4,11 @@ The ``coco`` mode's generated data (default 5000 images, 80 classes, 100 detecti
 image). Each measurement is a full ``deteval coco`` process (startup, loading, matching,
 figures, JSON report): without ``--bootstrap``, then with ``--bootstrap N`` (default 1000),
 alternating. Prints wall time, peak RSS and the ratio (issue 16's target: at most 10x one
-evaluation), checks that both runs report the same figures and that the intervals hold the
-figures' replicates. Optionally also the reference path (each replicate re-accumulated from
-explicitly resampled records) on a few replicates, in-process, for the per-replicate cost.
+evaluation) and checks that both runs report the same figures. Then, in one child process,
+CPU seconds (all threads) of ``evaluate_coco`` without and with ``bootstrap=N``: on a shared
+machine wall times swing with the other work, CPU time much less. Optionally also the
+reference path (each replicate re-accumulated from explicitly resampled records) on a few
+replicates, for the per-replicate cost.
 
     python scripts/bench.py bootstrap                         # 5000 images, 1000 replicates
     python scripts/bench.py bootstrap --images 1000 --samples 200 --repeat 1
@@ -53,7 +55,22 @@ def _reference(gt, dt, out, samples):
         json.dump(res, f)
 
 
-RUNNERS = {"reference": _reference}
+def _cpu(gt, dt, out, samples):
+    """In-process: wall and CPU seconds (every thread) of one evaluation and of one with
+    ``bootstrap=samples``."""
+    import time
+
+    import deteval
+    res = {}
+    for name, kw in (("one", {}), ("boot", {"bootstrap": int(samples)})):
+        w0, c0 = time.perf_counter(), time.process_time()
+        deteval.evaluate_coco(gt, dt, **kw)
+        res[name] = {"wall": time.perf_counter() - w0, "cpu": time.process_time() - c0}
+    with open(out, "w") as f:
+        json.dump(res, f)
+
+
+RUNNERS = {"reference": _reference, "cpu": _cpu}
 LABELS = {"one": "deteval coco (one evaluation)", "boot": "deteval coco --bootstrap N"}
 
 
@@ -103,6 +120,21 @@ def run(args):
         print("  " + "  ".join(f"{k} {rep['stats'][k]:.4f} [{v[0]:.4f}, {v[1]:.4f}]"
                                for k, v in list(u["intervals"].items())[:3] if v))
         ok = ok and same
+    out = os.path.join(d, "out-boot-cpu.json")
+    w, m, rc, text = runner.run_child(
+        runner.runner_cmd(args.python, MODE, "cpu", gt, dt, out, args.samples), d, env)
+    if rc == 0:
+        with open(out) as f:
+            c = json.load(f)
+        print(f"\n  in one process, evaluate_coco: one evaluation {c['one']['wall']:.2f} s wall, "
+              f"{c['one']['cpu']:.2f} s CPU; bootstrap={args.samples}: "
+              f"{c['boot']['wall']:.2f} s wall, {c['boot']['cpu']:.2f} s CPU (all threads)"
+              f"\n  CPU time ratio: {c['boot']['cpu'] / c['one']['cpu']:.2f}x; "
+              f"wall ratio {c['boot']['wall'] / c['one']['wall']:.2f}x; load average now "
+              f"{os.getloadavg()[0]:.2f}")
+    else:
+        print("  CPU measurement FAILED\n      " + "\n      ".join(text.splitlines()[-10:]))
+        ok = False
     if args.reference:
         out = os.path.join(d, "out-boot-reference.json")
         w, m, rc, text = runner.run_child(
