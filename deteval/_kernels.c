@@ -713,77 +713,93 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"strings", NULL};
     PyObject *seq, *fast = NULL, *counts = NULL, *lengths = NULL, *totals_o = NULL,
              *areas_o = NULL, *result = NULL;
-    Py_ssize_t n, i, total = 0, cap = 1024;
-    uint32_t *buf = NULL;
-    int64_t *lens = NULL, *pix = NULL, *fg = NULL;
+    Py_ssize_t n, i, total = 0, chars = 0;
+    const char **text = NULL;
+    Py_ssize_t *text_len = NULL;
+    uint32_t *buf;
+    int64_t *lens, *pix, *fg;
+    (void)self;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:rle_decode", kwlist, &seq))
         return NULL;
     fast = PySequence_Fast(seq, "rle_decode: expected a sequence of bytes");
     if (!fast)
         return NULL;
     n = PySequence_Fast_GET_SIZE(fast);
-    buf = PyMem_RawMalloc(cap * sizeof(uint32_t));
-    lens = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
-    pix = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
-    fg = PyMem_RawMalloc((n ? n : 1) * sizeof(int64_t));
-    if (!buf || !lens || !pix || !fg) {
+    text = PyMem_RawMalloc((n ? n : 1) * sizeof(char *));
+    text_len = PyMem_RawMalloc((n ? n : 1) * sizeof(Py_ssize_t));
+    if (!text || !text_len) {
         PyErr_NoMemory();
         goto done;
     }
+    /* every count takes at least one character: the characters bound the counts */
     for (i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
-        char *s;
-        Py_ssize_t len, p = 0, m = 0;
-        int64_t sum = 0, sum_fg = 0;
+        char *bytes;
         if (PyUnicode_Check(item)) { /* a str straight from JSON: its UTF-8 bytes */
-            const char *u = PyUnicode_AsUTF8AndSize(item, &len);
-            if (u == NULL)
+            text[i] = PyUnicode_AsUTF8AndSize(item, &text_len[i]);
+            if (text[i] == NULL)
                 goto done;
-            s = (char *)u;
         }
-        else if (PyBytes_AsStringAndSize(item, &s, &len) < 0)
-            goto done;
+        else {
+            if (PyBytes_AsStringAndSize(item, &bytes, &text_len[i]) < 0)
+                goto done;
+            text[i] = bytes;
+        }
+        chars += text_len[i];
+    }
+    counts = PyByteArray_FromStringAndSize(NULL, (chars ? chars : 1) * sizeof(uint32_t));
+    lengths = PyByteArray_FromStringAndSize(NULL, n * sizeof(int64_t));
+    totals_o = PyByteArray_FromStringAndSize(NULL, n * sizeof(int64_t));
+    areas_o = PyByteArray_FromStringAndSize(NULL, n * sizeof(int64_t));
+    if (!counts || !lengths || !totals_o || !areas_o)
+        goto done;
+    buf = (uint32_t *)PyByteArray_AS_STRING(counts);
+    lens = (int64_t *)PyByteArray_AS_STRING(lengths);
+    pix = (int64_t *)PyByteArray_AS_STRING(totals_o);
+    fg = (int64_t *)PyByteArray_AS_STRING(areas_o);
+    for (i = 0; i < n; i++) {
+        const unsigned char *s = (const unsigned char *)text[i];
+        Py_ssize_t len = text_len[i], p = 0, m = 0;
+        uint32_t *run = buf + total;
+        int64_t sum = 0, sum_fg = 0;
         while (p < len) {
-            int64_t x = 0;
-            int k = 0, more = 1;
-            while (more) {
-                int c;
-                if (p >= len || k > 12) {
-                    PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: truncated count", i);
-                    goto done;
-                }
-                c = (unsigned char)s[p] - 48;
-                if (c < 0 || c > 63) {
-                    PyErr_Format(PyExc_ValueError,
-                                 "rle_decode: string %zd: character %zd is not a count digit", i,
-                                 p);
-                    goto done;
-                }
-                x |= (int64_t)(c & 0x1f) << (5 * k);
-                more = c & 0x20;
+            int64_t x;
+            int c = s[p] - 48;
+            if (c >= 0 && c < 32) {  /* one group: 0..15, or -16..-1 with bit 0x10 */
+                x = (c & 0x10) ? c - 32 : c;
                 p++;
-                k++;
-                if (!more && (c & 0x10))
-                    x |= (int64_t)(-1) * ((int64_t)1 << (5 * k));
+            } else {
+                int k = 0, more = 1;
+                x = 0;
+                while (more) {
+                    if (p >= len || k > 12) {
+                        PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: truncated count",
+                                     i);
+                        goto done;
+                    }
+                    c = s[p] - 48;
+                    if (c < 0 || c > 63) {
+                        PyErr_Format(PyExc_ValueError,
+                                     "rle_decode: string %zd: character %zd is not a count "
+                                     "digit", i, p);
+                        goto done;
+                    }
+                    x |= (int64_t)(c & 0x1f) << (5 * k);
+                    more = c & 0x20;
+                    p++;
+                    k++;
+                    if (!more && (c & 0x10))
+                        x |= (int64_t)(-1) * ((int64_t)1 << (5 * k));
+                }
             }
             if (m > 2)
-                x += (int64_t)buf[total + m - 2];
+                x += (int64_t)run[m - 2];
             if (x < 0 || x > (int64_t)UINT32_MAX) {
                 PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: run %zd is %lld", i, m,
                              (long long)x);
                 goto done;
             }
-            if (total + m >= cap) {
-                uint32_t *grown;
-                cap *= 2;
-                grown = PyMem_RawRealloc(buf, cap * sizeof(uint32_t));
-                if (!grown) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                buf = grown;
-            }
-            buf[total + m] = (uint32_t)x;
+            run[m] = (uint32_t)x;
             sum += x;
             if (m & 1)
                 sum_fg += x;
@@ -794,56 +810,105 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
         fg[i] = sum_fg;
         total += m;
     }
-    counts = PyByteArray_FromStringAndSize((const char *)buf, total * sizeof(uint32_t));
-    lengths = PyByteArray_FromStringAndSize((const char *)lens, n * sizeof(int64_t));
-    totals_o = PyByteArray_FromStringAndSize((const char *)pix, n * sizeof(int64_t));
-    areas_o = PyByteArray_FromStringAndSize((const char *)fg, n * sizeof(int64_t));
-    if (counts && lengths && totals_o && areas_o)
-        result = PyTuple_Pack(4, counts, lengths, totals_o, areas_o);
+    if (PyByteArray_Resize(counts, total * sizeof(uint32_t)) < 0)
+        goto done;
+    result = PyTuple_Pack(4, counts, lengths, totals_o, areas_o);
 done:
     Py_XDECREF(counts);
     Py_XDECREF(lengths);
     Py_XDECREF(totals_o);
     Py_XDECREF(areas_o);
     Py_XDECREF(fast);
-    PyMem_RawFree(buf);
-    PyMem_RawFree(lens);
-    PyMem_RawFree(pix);
-    PyMem_RawFree(fg);
+    PyMem_RawFree(text);
+    PyMem_RawFree(text_len);
     return result;
 }
 
-/* rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, pair_a, pair_b, crowd_b)
+/* A position inside a run list: run i, `left` pixels of it still ahead, foreground when i
+ * is odd. */
+typedef struct {
+    const uint32_t *runs;
+    Py_ssize_t n, i;
+    uint64_t left;
+} run_cursor;
+
+/* The cursor at pixel `pos` of the runs (past the end: left == 0). */
+static void
+cursor_at(run_cursor *c, const uint32_t *runs, Py_ssize_t n, uint64_t pos)
+{
+    uint64_t at = 0;
+    Py_ssize_t i = 0;
+    while (i < n && at + runs[i] <= pos)
+        at += runs[i++];
+    c->runs = runs;
+    c->n = n;
+    c->i = i;
+    c->left = i < n ? at + runs[i] - pos : 0;
+}
+
+/* Move the cursor `step` pixels on (step <= left); onto the next non-empty run at a run's
+ * end. */
+static void
+cursor_advance(run_cursor *c, uint64_t step)
+{
+    c->left -= step;
+    while (!c->left && c->i + 1 < c->n)
+        c->left = c->runs[++c->i];
+    if (!c->left)
+        c->i = c->n;
+}
+
+/* [lo, hi): pixel span that holds every foreground pixel of a mask (lo >= hi: none). */
+static void
+foreground_span(const uint32_t *runs, Py_ssize_t n, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t total = 0;
+    Py_ssize_t i;
+    for (i = 0; i < n; i++)
+        total += runs[i];
+    *lo = n >= 2 ? runs[0] : total;
+    *hi = (n & 1) ? total - runs[n - 1] : total;
+}
+
+/* rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, areas_b, pair_a, pair_b, crowd_b)
  *   -> bytearray of float64
  * IoU of masks a (detections) and b (ground truth) for each pair, as pycocotools' rleIou:
  * i = foreground pixels of both, u = of either (of a alone when b is a crowd region);
  * 0 when i == 0. Mask j of a set = counts[offsets[j]:offsets[j+1]] (uint32 runs);
- * areas_a: int64 foreground pixels of each mask a. Masks of a pair cover the same image (the caller
- * checks sizes). Runs with the GIL held: nothing the caller owns is read unlocked. */
+ * areas_a, areas_b: int64 foreground pixels of each mask. Masks of a pair cover the same
+ * image (the caller checks sizes).
+ * Only the pixels where both masks can have foreground are walked (the span from the later
+ * first foreground run to the earlier last one): i is counted there, and u = area_a + area_b - i
+ * is the same integer as pycocotools' pixel count. Runs with the GIL held: nothing the caller
+ * owns is read unlocked. */
 /* argument positions of rle_iou */
 enum {
-    R_COUNTS_A = 0, R_OFFSETS_A = 1, R_AREAS_A = 2, R_COUNTS_B = 3, R_OFFSETS_B = 4,
-    R_PAIR_A = 5, R_PAIR_B = 6, R_CROWD_B = 7, N_RLE_IOU_ARGS
+    R_COUNTS_A = 0, R_OFFSETS_A, R_AREAS_A, R_COUNTS_B, R_OFFSETS_B, R_AREAS_B, R_PAIR_A,
+    R_PAIR_B, R_CROWD_B, N_RLE_IOU_ARGS
 };
 
 static PyObject *
 rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {
-        "counts_a", "offsets_a", "areas_a", "counts_b", "offsets_b", "pair_a", "pair_b",
-        "crowd_b", NULL};
-    PyObject *o[8], *out = NULL;
-    Py_buffer b[8];
+        "counts_a", "offsets_a", "areas_a", "counts_b", "offsets_b", "areas_b", "pair_a",
+        "pair_b", "crowd_b", NULL};
+    PyObject *o[N_RLE_IOU_ARGS], *out = NULL;
+    Py_buffer b[N_RLE_IOU_ARGS];
     Py_ssize_t nca = -1, noa = -1, nma, ncb = -1, nob = -1, nmb, np_ = -1, np2, np3, p;
     const uint32_t *cnta, *cntb;
-    const int64_t *offa, *offb, *area, *pa, *pb;
+    const int64_t *offa, *offb, *area, *arb, *pa, *pb;
     const uint8_t *crowd;
+    uint64_t *span = NULL;  /* lo, hi of each mask a, then of each mask b; lo > hi: not yet */
     double *iou;
     int k;
     void *copies[4] = {NULL, NULL, NULL, NULL};
+    (void)self;
     memset(b, 0, sizeof b);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO:rle_iou", kwlist, &o[R_COUNTS_A], &o[R_OFFSETS_A], &o[R_AREAS_A], &o[R_COUNTS_B], &o[R_OFFSETS_B], &o[R_PAIR_A],
-                          &o[R_PAIR_B], &o[R_CROWD_B]))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOO:rle_iou", kwlist,
+                                     &o[R_COUNTS_A], &o[R_OFFSETS_A], &o[R_AREAS_A],
+                                     &o[R_COUNTS_B], &o[R_OFFSETS_B], &o[R_AREAS_B],
+                                     &o[R_PAIR_A], &o[R_PAIR_B], &o[R_CROWD_B]))
         return NULL;
     if (get_buf(o[R_COUNTS_A], &b[R_COUNTS_A], 4, &nca, "counts_a") < 0 ||
         get_buf(o[R_OFFSETS_A], &b[R_OFFSETS_A], 8, &noa, "offsets_a") < 0 ||
@@ -857,6 +922,7 @@ rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
         goto done;
     }
     if (get_buf(o[R_AREAS_A], &b[R_AREAS_A], 8, &nma, "areas_a") < 0 ||
+        get_buf(o[R_AREAS_B], &b[R_AREAS_B], 8, &nmb, "areas_b") < 0 ||
         get_buf(o[R_PAIR_A], &b[R_PAIR_A], 8, &np_, "pair_a") < 0)
         goto done;
     np2 = np_;
@@ -886,6 +952,7 @@ rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
     area = b[R_AREAS_A].buf;
     cntb = b[R_COUNTS_B].buf;
     offb = b[R_OFFSETS_B].buf;
+    arb = b[R_AREAS_B].buf;
     pa = b[R_PAIR_A].buf;
     pb = b[R_PAIR_B].buf;
     crowd = b[R_CROWD_B].buf;
@@ -899,59 +966,503 @@ rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
             PyErr_SetString(PyExc_ValueError, "offsets_b: not increasing within counts_b");
             goto done;
         }
+    for (p = 0; p < np_; p++)
+        if (pa[p] < 0 || pa[p] >= nma || pb[p] < 0 || pb[p] >= nmb) {
+            PyErr_SetString(PyExc_ValueError, "pair index outside the masks");
+            goto done;
+        }
+    span = malloc(sizeof(uint64_t) * 2 * (size_t)(nma + nmb + 1));
+    if (!span) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (p = 0; p < nma + nmb; p++) {
+        span[2 * p] = 1;
+        span[2 * p + 1] = 0;
+    }
     out = PyByteArray_FromStringAndSize(NULL, np_ * (Py_ssize_t)sizeof(double));
     if (!out)
         goto done;
     iou = (double *)PyByteArray_AS_STRING(out);
     for (p = 0; p < np_; p++) {
         int64_t a = pa[p], g = pb[p];
-        const uint32_t *ra, *rb;
-        Py_ssize_t ka, kb, ia = 1, ib = 1;
-        uint64_t ca, cb, c, ct = 1, inter = 0, uni = 0;
-        int va = 0, vb = 0;
-        if (a < 0 || a >= nma || g < 0 || g >= nmb) {
-            PyErr_SetString(PyExc_ValueError, "pair index outside the masks");
-            Py_CLEAR(out);
-            goto done;
-        }
-        ra = cnta + offa[a];
-        rb = cntb + offb[g];
-        ka = offa[a + 1] - offa[a];
-        kb = offb[g + 1] - offb[g];
-        ca = ka ? ra[0] : 0;
-        cb = kb ? rb[0] : 0;
-        while (ct > 0) {
-            c = ca < cb ? ca : cb;
-            if (va || vb) {
-                uni += c;
-                if (va && vb)
-                    inter += c;
+        const uint32_t *ra = cnta + offa[a], *rb = cntb + offb[g];
+        Py_ssize_t ka = offa[a + 1] - offa[a], kb = offb[g + 1] - offb[g];
+        uint64_t *sa = span + 2 * a, *sb = span + 2 * (nma + g), lo, hi, inter = 0, step;
+        run_cursor ca, cb;
+        if (sa[0] > sa[1])
+            foreground_span(ra, ka, &sa[0], &sa[1]);
+        if (sb[0] > sb[1])
+            foreground_span(rb, kb, &sb[0], &sb[1]);
+        lo = sa[0] > sb[0] ? sa[0] : sb[0];
+        hi = sa[1] < sb[1] ? sa[1] : sb[1];
+        if (lo < hi) {
+            cursor_at(&ca, ra, ka, lo);
+            cursor_at(&cb, rb, kb, lo);
+            while (lo < hi && ca.left && cb.left) {
+                step = ca.left < cb.left ? ca.left : cb.left;
+                if (hi - lo < step)
+                    step = hi - lo;
+                if ((ca.i & 1) && (cb.i & 1))
+                    inter += step;
+                lo += step;
+                cursor_advance(&ca, step);
+                cursor_advance(&cb, step);
             }
-            ct = 0;
-            ca -= c;
-            if (!ca && ia < ka) {
-                ca = ra[ia++];
-                va = !va;
-            }
-            ct += ca;
-            cb -= c;
-            if (!cb && ib < kb) {
-                cb = rb[ib++];
-                vb = !vb;
-            }
-            ct += cb;
         }
         if (inter == 0)
             iou[p] = 0.0;
         else
-            iou[p] = (double)inter / (double)(crowd[p] ? (uint64_t)area[a] : uni);
+            iou[p] = (double)inter / (double)(crowd[p] ? (uint64_t)area[a]
+                                              : (uint64_t)area[a] + (uint64_t)arb[g] - inter);
     }
 done:
-    for (k = 0; k < 8; k++)
+    free(span);
+    for (k = 0; k < N_RLE_IOU_ARGS; k++)
         if (b[k].obj)
             PyBuffer_Release(&b[k]);
     free_copies(copies, 4);
     return out;
+}
+
+/* ------------------------------------------------------------ polygon rasterisation
+ * pycocotools' annToRLE for polygon ground truth (frPyObjects, then merge), bit for bit:
+ * the polygon is drawn at 5x resolution, every column crossing of its boundary is brought
+ * back to a pixel boundary, and the sorted crossings are the run ends. Several polygons of
+ * one object are united. Reference: pycocotools.mask (frPyObjects + merge), against which
+ * tests/test_fuzz.py checks random polygons. */
+
+/* A growable array of 32-bit values. */
+typedef struct {
+    uint32_t *v;
+    Py_ssize_t n, cap;
+} u32_array;
+
+static int
+u32_reserve(u32_array *a, Py_ssize_t need)
+{
+    if (need <= a->cap)
+        return 0;
+    {
+        Py_ssize_t cap = a->cap ? a->cap : 256;
+        uint32_t *v;
+        while (cap < need)
+            cap *= 2;
+        v = realloc(a->v, sizeof(uint32_t) * (size_t)cap);
+        if (!v) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    return 0;
+}
+
+static int
+u32_push(u32_array *a, uint32_t x)
+{
+    if (u32_reserve(a, a->n + 1) < 0)
+        return -1;
+    a->v[a->n++] = x;
+    return 0;
+}
+
+/* Scratch space reused across polygons: the 5x vertices, the pixel positions of the column
+ * crossings. */
+typedef struct {
+    int *vx, *vy;
+    Py_ssize_t vcap;
+    u32_array pos, sorted, buckets;
+} poly_scratch;
+
+/* Sort the crossing positions ascending: by bucket pos / h (at most one image column and
+ * its end), then by insertion within the few crossings of a bucket. */
+static int
+sort_positions(poly_scratch *s, uint32_t h)
+{
+    Py_ssize_t n = s->pos.n, i, nb;
+    uint32_t lo = UINT32_MAX, hi = 0, *v = s->pos.v, *out, *count;
+    if (n < 2)
+        return 0;
+    for (i = 0; i < n; i++) {
+        uint32_t key = v[i] / h;
+        if (key < lo)
+            lo = key;
+        if (key > hi)
+            hi = key;
+    }
+    nb = (Py_ssize_t)(hi - lo) + 2;
+    if (u32_reserve(&s->buckets, nb) < 0 || u32_reserve(&s->sorted, n) < 0)
+        return -1;
+    count = s->buckets.v;
+    out = s->sorted.v;
+    memset(count, 0, sizeof(uint32_t) * (size_t)nb);
+    for (i = 0; i < n; i++)
+        count[v[i] / h - lo + 1]++;
+    for (i = 1; i < nb; i++)
+        count[i] += count[i - 1];
+    for (i = 0; i < n; i++)
+        out[count[v[i] / h - lo]++] = v[i];
+    for (i = 1; i < n; i++) {
+        uint32_t x = out[i];
+        Py_ssize_t j = i;
+        while (j > 0 && out[j - 1] > x) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = x;
+    }
+    memcpy(v, out, sizeof(uint32_t) * (size_t)n);
+    return 0;
+}
+
+static int
+int_reserve(int **a, int **b, Py_ssize_t *cap, Py_ssize_t need)
+{
+    if (need <= *cap)
+        return 0;
+    {
+        Py_ssize_t c = *cap ? *cap : 256;
+        int *na, *nb;
+        while (c < need)
+            c *= 2;
+        na = realloc(*a, sizeof(int) * (size_t)c);
+        if (na)
+            *a = na;
+        nb = realloc(*b, sizeof(int) * (size_t)c);
+        if (nb)
+            *b = nb;
+        if (!na || !nb) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *cap = c;
+    }
+    return 0;
+}
+
+/* A crossing of the 5x boundary between 5x columns `col` and `col + 1`, at 5x row `row`
+ * (the upper of the two points): when the column boundary is a pixel boundary inside the
+ * image, the pixel position (column-major) from which the mask's state flips. */
+static int
+add_crossing(poly_scratch *s, int col, int row, int h, int w)
+{
+    const double scale = 5.0;
+    double cx = ((double)col + .5) / scale - .5, cy;
+    if (floor(cx) != cx || cx < 0 || cx > (double)w - 1)
+        return 0;
+    cy = ((double)row + .5) / scale - .5;
+    if (cy < 0)
+        cy = 0;
+    else if (cy > h)
+        cy = h;
+    cy = ceil(cy);
+    return u32_push(&s->pos, (uint32_t)((int)cx * h + (int)cy));
+}
+
+/* Runs (starting with background) of one polygon of k vertices xy[2k] on an h x w image,
+ * appended to `out`.
+ * The polygon is drawn on the 5x grid: each edge as the 5x pixels along its longer axis
+ * (one per step, the other coordinate rounded half up and truncated toward zero), from the
+ * endpoint with the smaller coordinate on that axis. Wherever consecutive drawn pixels change
+ * column, the boundary crosses the line between them; only lines at 5x column 5n + 2 (the
+ * pixel boundary between image columns n and n + 1, n in [0, w)) flip the mask, at the row
+ * of the upper pixel brought back to image rows. Edges along x change column at every step,
+ * so only their steps onto those lines are drawn; edges along y are walked pixel by pixel. */
+static int
+polygon_runs(const double *xy, Py_ssize_t k, int h, int w, poly_scratch *s, u32_array *out)
+{
+    const double scale = 5.0;
+    Py_ssize_t j, total;
+    uint32_t prev;
+    if (int_reserve(&s->vx, &s->vy, &s->vcap, k + 1) < 0)
+        return -1;
+    for (j = 0; j < k; j++) {
+        s->vx[j] = (int)(scale * xy[2 * j] + .5);
+        s->vy[j] = (int)(scale * xy[2 * j + 1] + .5);
+    }
+    s->vx[k] = s->vx[0];
+    s->vy[k] = s->vy[0];
+    s->pos.n = 0;
+    for (j = 0; j < k; j++) {
+        int x0 = s->vx[j], x1 = s->vx[j + 1], y0 = s->vy[j], y1 = s->vy[j + 1];
+        int dx = abs(x1 - x0), dy = abs(y1 - y0), t;
+        if (dx >= dy) {
+            double slope;
+            int col;
+            if (!dx)
+                continue;  /* a repeated vertex: no column change */
+            if (x0 > x1) {
+                t = x0; x0 = x1; x1 = t;
+                t = y0; y0 = y1; y1 = t;
+            }
+            slope = (double)(y1 - y0) / dx;
+            /* steps col -> col + 1 for col in [x0, x1); the first col = 2 (mod 5) */
+            col = x0 + ((2 - x0) % 5 + 5) % 5;
+            for (; col < x1; col += 5) {
+                int ta = col - x0;
+                int ra = (int)(y0 + slope * ta + .5), rb = (int)(y0 + slope * (ta + 1) + .5);
+                if (add_crossing(s, col, ra < rb ? ra : rb, h, w) < 0)
+                    return -1;
+            }
+        } else {
+            double slope;
+            int c, lo, hi, up;
+            if (y0 > y1) {
+                t = x0; x0 = x1; x1 = t;
+                t = y0; y0 = y1; y1 = t;
+            }
+            if (x0 == x1)
+                continue;  /* a vertical edge: no column change */
+            slope = (double)(x1 - x0) / dy;
+            up = x1 > x0;
+            lo = up ? x0 : x1;
+            hi = up ? x1 : x0;
+            /* the column moves by at most one per step, monotonically (columns below 2,
+             * where truncation toward zero bends it, never flip the mask): find the step
+             * onto or off each line 5n + 2 by a guess from the slope, corrected with the
+             * drawing's own arithmetic */
+            c = lo > 2 ? lo + ((2 - lo) % 5 + 5) % 5 : 2;
+            for (; c < hi; c += 5) {
+                /* the first t with col(t) past c: >= c + 1 going up, <= c going down */
+                double guess = up ? (c + .5 - x0) / slope : (x0 - .5 - c) / -slope;
+                int target = up ? c + 1 : c;
+                t = guess < 1 ? 1 : guess > dy ? dy : (int)ceil(guess);
+                if (up) {
+                    while (t > 1 && (int)(x0 + slope * (t - 1) + .5) >= target)
+                        t--;
+                    while (t <= dy && (int)(x0 + slope * t + .5) < target)
+                        t++;
+                } else {
+                    while (t > 1 && (int)(x0 + slope * (t - 1) + .5) <= target)
+                        t--;
+                    while (t <= dy && (int)(x0 + slope * t + .5) > target)
+                        t++;
+                }
+                if (t <= dy && add_crossing(s, c, y0 + t - 1, h, w) < 0)
+                    return -1;
+            }
+        }
+    }
+    /* the image's end, after every crossing (each is at most h * w) */
+    if (sort_positions(s, (uint32_t)h) < 0 || u32_push(&s->pos, (uint32_t)h * (uint32_t)w) < 0)
+        return -1;
+    total = s->pos.n;
+    /* run lengths between flips; two flips at one place cancel (a zero run joins its
+     * neighbours) */
+    if (u32_reserve(out, out->n + total) < 0)
+        return -1;
+    prev = 0;
+    for (j = 0; j < total; j++) {
+        uint32_t at = s->pos.v[j];
+        s->pos.v[j] = at - prev;
+        prev = at;
+    }
+    out->v[out->n++] = s->pos.v[0];
+    for (j = 1; j < total;) {
+        if (s->pos.v[j] > 0)
+            out->v[out->n++] = s->pos.v[j++];
+        else if (++j < total)
+            out->v[out->n - 1] += s->pos.v[j++];
+    }
+    return 0;
+}
+
+/* Union of masks a and b (runs of the same image), as maximal runs starting with
+ * background, appended to `out`. */
+static int
+runs_union(const uint32_t *a, Py_ssize_t na, const uint32_t *b, Py_ssize_t nb, u32_array *out)
+{
+    run_cursor ca, cb;
+    int value = 0;
+    uint64_t run = 0;
+    cursor_at(&ca, a, na, 0);
+    cursor_at(&cb, b, nb, 0);
+    while (ca.left && cb.left) {
+        uint64_t step = ca.left < cb.left ? ca.left : cb.left;
+        int v = (ca.i & 1) || (cb.i & 1);
+        if (v != value) {
+            if (u32_push(out, (uint32_t)run) < 0)
+                return -1;
+            run = 0;
+            value = v;
+        }
+        run += step;
+        cursor_advance(&ca, step);
+        cursor_advance(&cb, step);
+    }
+    return u32_push(out, (uint32_t)run);
+}
+
+/* The coordinates of one polygon as doubles (into *xy, grown as needed); -1 with ValueError
+ * when it is not a list of an even number (>= 6) of finite numbers, OverflowError when a
+ * coordinate is too large to draw exactly in 32-bit integers. */
+static Py_ssize_t
+polygon_coordinates(PyObject *poly, double **xy, Py_ssize_t *cap, Py_ssize_t obj)
+{
+    Py_ssize_t n, i;
+    if (!PyList_Check(poly)) {
+        PyErr_Format(PyExc_ValueError, "object %zd: a polygon is not a list", obj);
+        return -1;
+    }
+    n = PyList_GET_SIZE(poly);
+    if (n % 2 || n < 6) {
+        PyErr_Format(PyExc_ValueError, "object %zd: a polygon of %zd coordinates", obj, n);
+        return -1;
+    }
+    if (n > *cap) {
+        double *v = realloc(*xy, sizeof(double) * (size_t)n);
+        if (!v) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *xy = v;
+        *cap = n;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(poly, i);
+        double v;
+        if (!PyFloat_Check(item) && !PyLong_Check(item)) {
+            PyErr_Format(PyExc_ValueError, "object %zd: a coordinate is not a number", obj);
+            return -1;
+        }
+        v = PyFloat_AsDouble(item);
+        if (v == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "object %zd: a coordinate is out of range", obj);
+            return -1;
+        }
+        if (!isfinite(v)) {
+            PyErr_Format(PyExc_ValueError, "object %zd: a coordinate is not finite", obj);
+            return -1;
+        }
+        if (fabs(v) > 1e8) {
+            PyErr_Format(PyExc_OverflowError, "object %zd: a coordinate is out of range", obj);
+            return -1;
+        }
+        (*xy)[i] = v;
+    }
+    return n / 2;
+}
+
+/* rle_from_polygons(objects, heights, widths)
+ *   -> (counts: bytearray of uint32 runs, lengths, areas: bytearrays of int64 per object)
+ * objects[i]: a non-empty list of polygons, each a list of x1, y1, x2, y2, ... numbers;
+ * heights/widths: int64 image size of each object. ValueError naming the object for a
+ * malformed polygon; OverflowError when a coordinate or an image is too large for the
+ * exact 32-bit drawing (the caller then uses pycocotools itself). */
+static PyObject *
+rle_from_polygons(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"objects", "heights", "widths", NULL};
+    PyObject *seq, *fast = NULL, *oh, *ow, *counts = NULL, *lengths = NULL, *areas = NULL,
+             *result = NULL;
+    Py_buffer bh, bw;
+    Py_ssize_t n = -1, nw, i, j, xycap = 0;
+    const int64_t *hs, *ws;
+    double *xy = NULL;
+    poly_scratch s;
+    u32_array all = {NULL, 0, 0}, one = {NULL, 0, 0}, acc = {NULL, 0, 0};
+    int64_t *lens, *fg;
+    (void)self;
+    memset(&s, 0, sizeof s);
+    memset(&bh, 0, sizeof bh);
+    memset(&bw, 0, sizeof bw);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:rle_from_polygons", kwlist, &seq, &oh,
+                                     &ow))
+        return NULL;
+    fast = PySequence_Fast(seq, "rle_from_polygons: expected a sequence of objects");
+    if (!fast)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(fast);
+    nw = n;
+    if (get_buf(oh, &bh, 8, &n, "heights") < 0 || get_buf(ow, &bw, 8, &nw, "widths") < 0)
+        goto done;
+    hs = bh.buf;
+    ws = bw.buf;
+    lengths = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    areas = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (!lengths || !areas)
+        goto done;
+    lens = (int64_t *)PyByteArray_AS_STRING(lengths);
+    fg = (int64_t *)PyByteArray_AS_STRING(areas);
+    for (i = 0; i < n; i++) {
+        PyObject *obj = PySequence_Fast_GET_ITEM(fast, i);
+        Py_ssize_t parts, start = all.n, r;
+        int64_t h = hs[i], w = ws[i], area = 0;
+        if (h < 1 || w < 1 || h > 0x7fffffff / w) {
+            PyErr_Format(PyExc_OverflowError, "object %zd: image size %lld x %lld", i,
+                         (long long)h, (long long)w);
+            goto done;
+        }
+        if (!PyList_Check(obj) || !(parts = PyList_GET_SIZE(obj))) {
+            PyErr_Format(PyExc_ValueError, "object %zd: not a non-empty list of polygons", i);
+            goto done;
+        }
+        for (j = 0; j < parts; j++) {
+            Py_ssize_t k = polygon_coordinates(PyList_GET_ITEM(obj, j), &xy, &xycap, i);
+            if (k < 0)
+                goto done;
+            if (parts == 1) {
+                if (polygon_runs(xy, k, (int)h, (int)w, &s, &all) < 0)
+                    goto done;
+                break;
+            }
+            one.n = 0;
+            if (polygon_runs(xy, k, (int)h, (int)w, &s, &one) < 0)
+                goto done;
+            if (j == 0) {
+                if (u32_reserve(&acc, one.n) < 0)
+                    goto done;
+                memcpy(acc.v, one.v, sizeof(uint32_t) * (size_t)one.n);
+                acc.n = one.n;
+            } else {
+                /* acc | one, through `all`'s tail, then back into acc */
+                Py_ssize_t mark = all.n;
+                if (runs_union(acc.v, acc.n, one.v, one.n, &all) < 0 ||
+                    u32_reserve(&acc, all.n - mark) < 0)
+                    goto done;
+                memcpy(acc.v, all.v + mark, sizeof(uint32_t) * (size_t)(all.n - mark));
+                acc.n = all.n - mark;
+                all.n = mark;
+            }
+        }
+        if (parts > 1) {
+            if (u32_reserve(&all, all.n + acc.n) < 0)
+                goto done;
+            memcpy(all.v + all.n, acc.v, sizeof(uint32_t) * (size_t)acc.n);
+            all.n += acc.n;
+        }
+        for (r = start + 1; r < all.n; r += 2)
+            area += all.v[r];
+        lens[i] = all.n - start;
+        fg[i] = area;
+    }
+    counts = PyByteArray_FromStringAndSize((const char *)all.v,
+                                           all.n * (Py_ssize_t)sizeof(uint32_t));
+    if (!counts)
+        goto done;
+    result = PyTuple_Pack(3, counts, lengths, areas);
+done:
+    Py_XDECREF(counts);
+    Py_XDECREF(lengths);
+    Py_XDECREF(areas);
+    Py_XDECREF(fast);
+    if (bh.obj)
+        PyBuffer_Release(&bh);
+    if (bw.obj)
+        PyBuffer_Release(&bw);
+    free(xy);
+    free(s.vx);
+    free(s.vy);
+    free(s.sorted.v);
+    free(s.buckets.v);
+    free(s.pos.v);
+    free(all.v);
+    free(one.v);
+    free(acc.v);
+    return result;
 }
 
 /* ----------------------------------------------------------------- keypoint OKS terms */
@@ -1092,6 +1603,267 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ tide_pass
+ * tide_pass(k_image, k_class, k_boxes, obj_image, obj_class, obj_boxes, crowd_image,
+ *           crowd_class, crowd_boxes, num_images, pos_threshold, background_threshold)
+ *   -> (det_match: int64[M], target: int64[M], error: int8[M], ignored: uint8[M])
+ * The per-image pass of deteval.diagnostics.tide (tidecv's TIDEExample and error rules),
+ * whose numpy code is the reference. k_*: the kept detections in processing order (image
+ * ascending, then score order); obj_*: the non-crowd ground truth in file order; crowd_*:
+ * the crowd regions. IoU as pycocotools' bbIou (the same operations as
+ * deteval.match.coco_pair_ious); a pair without overlap, or with a NaN IoU, is no pair.
+ * Greedy: each detection takes the untaken same-class object of highest IoU (the first
+ * in row order among equal IoUs) if that IoU >= pos; an unmatched detection with crowd IoU
+ * (inter / det area) > pos against a crowd region of its class is ignored; then each
+ * unmatched detection's error (0 Cls, 1 Loc, 2 Both, 3 Dupe, 4 Bkg; -1 for a TP) and
+ * its target object (Loc, Cls; else -1), by the first rule that holds: image without
+ * objects -> Bkg; bg <= max same-class IoU <= pos -> Loc (first argmax); max other-class
+ * IoU >= pos -> Cls (first argmax); max same-class IoU with a matched object >= pos ->
+ * Dupe; max IoU <= bg -> Bkg; else Both. */
+enum {
+    T_K_IMAGE = 0, T_K_CLASS, T_K_BOXES, T_OBJ_IMAGE, T_OBJ_CLASS, T_OBJ_BOXES,
+    T_CROWD_IMAGE, T_CROWD_CLASS, T_CROWD_BOXES, N_TIDE_ARGS
+};
+
+static inline double
+box_iou(const double *d, const double *e, int crowd)
+{
+    double iw = (d[2] + d[0] < e[2] + e[0] ? d[2] + d[0] : e[2] + e[0]) -
+                (d[0] > e[0] ? d[0] : e[0]);
+    double ih, inter, uni;
+    if (!(iw > 0))
+        return 0.0;
+    ih = (d[3] + d[1] < e[3] + e[1] ? d[3] + d[1] : e[3] + e[1]) - (d[1] > e[1] ? d[1] : e[1]);
+    if (!(ih > 0))
+        return 0.0;
+    inter = iw * ih;
+    uni = crowd ? d[2] * d[3] : d[2] * d[3] + e[2] * e[3] - inter;
+    inter = inter / uni;
+    return inter > 0 ? inter : 0.0; /* NaN: no pair */
+}
+
+static PyObject *
+tide_pass(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {
+        "k_image", "k_class", "k_boxes", "obj_image", "obj_class", "obj_boxes", "crowd_image",
+        "crowd_class", "crowd_boxes", "num_images", "pos_threshold", "background_threshold",
+        NULL};
+    PyObject *o[N_TIDE_ARGS], *out_m = NULL, *out_t = NULL, *out_e = NULL, *out_i = NULL,
+             *result = NULL;
+    Py_buffer b[N_TIDE_ARGS];
+    long long num_images;
+    double pos, bg;
+    Py_ssize_t m = -1, m4, g = -1, g4, c = -1, c4, i;
+    int64_t *ostart = NULL, *orows = NULL, *cstart = NULL, *crows = NULL;
+    double *iou = NULL, *lb = NULL;
+    int64_t *lc = NULL;
+    unsigned char *used = NULL;
+    int k;
+    void *copies[N_TIDE_ARGS] = {NULL};
+    (void)self;
+
+    memset(b, 0, sizeof b);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOOOLdd:tide_pass", kwlist,
+                                     &o[T_K_IMAGE], &o[T_K_CLASS], &o[T_K_BOXES],
+                                     &o[T_OBJ_IMAGE], &o[T_OBJ_CLASS], &o[T_OBJ_BOXES],
+                                     &o[T_CROWD_IMAGE], &o[T_CROWD_CLASS], &o[T_CROWD_BOXES],
+                                     &num_images, &pos, &bg))
+        return NULL;
+    if (get_buf(o[T_K_IMAGE], &b[T_K_IMAGE], 8, &m, "k_image") < 0 ||
+        get_buf(o[T_K_CLASS], &b[T_K_CLASS], 8, &m, "k_class") < 0)
+        goto done;
+    m4 = 4 * m;
+    if (get_buf(o[T_K_BOXES], &b[T_K_BOXES], 8, &m4, "k_boxes") < 0 ||
+        get_buf(o[T_OBJ_IMAGE], &b[T_OBJ_IMAGE], 8, &g, "obj_image") < 0 ||
+        get_buf(o[T_OBJ_CLASS], &b[T_OBJ_CLASS], 8, &g, "obj_class") < 0)
+        goto done;
+    g4 = 4 * g;
+    if (get_buf(o[T_OBJ_BOXES], &b[T_OBJ_BOXES], 8, &g4, "obj_boxes") < 0 ||
+        get_buf(o[T_CROWD_IMAGE], &b[T_CROWD_IMAGE], 8, &c, "crowd_image") < 0 ||
+        get_buf(o[T_CROWD_CLASS], &b[T_CROWD_CLASS], 8, &c, "crowd_class") < 0)
+        goto done;
+    c4 = 4 * c;
+    if (get_buf(o[T_CROWD_BOXES], &b[T_CROWD_BOXES], 8, &c4, "crowd_boxes") < 0)
+        goto done;
+    if (privatize(b, copies, N_TIDE_ARGS) < 0)
+        goto done;
+    {
+        const int64_t *ki = (const int64_t *)b[T_K_IMAGE].buf, *kc = (const int64_t *)b[T_K_CLASS].buf,
+                      *oi = (const int64_t *)b[T_OBJ_IMAGE].buf, *oc = (const int64_t *)b[T_OBJ_CLASS].buf,
+                      *ci = (const int64_t *)b[T_CROWD_IMAGE].buf, *cc = (const int64_t *)b[T_CROWD_CLASS].buf;
+        const double *kb = (const double *)b[T_K_BOXES].buf, *ob = (const double *)b[T_OBJ_BOXES].buf,
+                     *cb = (const double *)b[T_CROWD_BOXES].buf;
+        int64_t *match, *target;
+        signed char *err;
+        unsigned char *ign;
+        size_t images;
+        Py_ssize_t largest = 0, d0, d1, most_dets = 0;
+        if (num_images < 0 || (uint64_t)num_images > (uint64_t)(4 * (size_t)(m + g + c) + ((size_t)1 << 22))) {
+            PyErr_SetString(PyExc_ValueError, "tide_pass: num_images out of range");
+            goto done;
+        }
+        images = (size_t)num_images;
+        for (i = 0; i < m; i++)
+            if (ki[i] < 0 || (uint64_t)ki[i] >= (uint64_t)images || (i && ki[i] < ki[i - 1])) {
+                PyErr_SetString(PyExc_ValueError, "tide_pass: k_image out of range or not sorted");
+                goto done;
+            }
+        for (i = 0; i < g; i++)
+            if (oi[i] < 0 || (uint64_t)oi[i] >= (uint64_t)images) {
+                PyErr_SetString(PyExc_ValueError, "tide_pass: obj_image out of range");
+                goto done;
+            }
+        for (i = 0; i < c; i++)
+            if (ci[i] < 0 || (uint64_t)ci[i] >= (uint64_t)images) {
+                PyErr_SetString(PyExc_ValueError, "tide_pass: crowd_image out of range");
+                goto done;
+            }
+        out_m = PyByteArray_FromStringAndSize(NULL, 8 * m);
+        out_t = PyByteArray_FromStringAndSize(NULL, 8 * m);
+        out_e = PyByteArray_FromStringAndSize(NULL, m);
+        out_i = PyByteArray_FromStringAndSize(NULL, m);
+        ostart = (int64_t *)PyMem_RawCalloc(images + 1, sizeof(int64_t));
+        orows = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(g ? g : 1));
+        cstart = (int64_t *)PyMem_RawCalloc(images + 1, sizeof(int64_t));
+        crows = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(c ? c : 1));
+        used = (unsigned char *)PyMem_RawCalloc((size_t)(g ? g : 1), 1);
+        if (!out_m || !out_t || !out_e || !out_i || !ostart || !orows || !cstart || !crows || !used) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            goto done;
+        }
+        match = (int64_t *)PyByteArray_AS_STRING(out_m);
+        target = (int64_t *)PyByteArray_AS_STRING(out_t);
+        err = (signed char *)PyByteArray_AS_STRING(out_e);
+        ign = (unsigned char *)PyByteArray_AS_STRING(out_i);
+        largest = group_rows(oi, NULL, 1, g, images, ostart, orows);
+        group_rows(ci, NULL, 1, c, images, cstart, crows);
+        for (d0 = 0; d0 < m; d0 = d1) {
+            for (d1 = d0 + 1; d1 < m && ki[d1] == ki[d0]; d1++)
+                ;
+            if (d1 - d0 > most_dets)
+                most_dets = d1 - d0;
+        }
+        if (largest && most_dets > PY_SSIZE_T_MAX / 8 / largest) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        iou = (double *)PyMem_RawMalloc(sizeof(double) * (size_t)(largest && most_dets ? largest * most_dets : 1));
+        lb = (double *)PyMem_RawMalloc(sizeof(double) * 4 * (size_t)(largest ? largest : 1));
+        lc = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(largest ? largest : 1));
+        if (iou == NULL || lb == NULL || lc == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (d0 = 0; d0 < m; d0 = d1) {
+            int64_t img = ki[d0], g0 = ostart[img], g1 = ostart[img + 1], n_o = g1 - g0, j, d;
+            for (d1 = d0 + 1; d1 < m && ki[d1] == img; d1++)
+                ;
+            /* the image's objects, contiguous (local index j; used[] by local index) */
+            for (j = 0; j < n_o; j++) {
+                int64_t r = orows[g0 + j];
+                memcpy(lb + 4 * j, ob + 4 * r, 4 * sizeof(double));
+                lc[j] = oc[r];
+                used[j] = 0;
+            }
+            for (d = d0; d < d1; d++) {
+                const double *db = kb + 4 * d;
+                double *row = iou + (d - d0) * n_o;
+                for (j = 0; j < n_o; j++)
+                    row[j] = box_iou(db, lb + 4 * j, 0);
+            }
+            /* greedy matching in processing order */
+            for (d = d0; d < d1; d++) {
+                const double *row = iou + (d - d0) * n_o;
+                int64_t best = -1;
+                double bv = -1.0;
+                for (j = 0; j < n_o; j++) {
+                    if (lc[j] == kc[d] && !used[j] && row[j] > bv) {
+                        bv = row[j];
+                        best = j;
+                    }
+                }
+                match[d] = -1;
+                if (best >= 0 && bv >= pos) {
+                    match[d] = orows[g0 + best];
+                    used[best] = 1;
+                }
+            }
+            for (d = d0; d < d1; d++) {
+                const double *row = iou + (d - d0) * n_o;
+                double same = 0.0, other = 0.0, dup = 0.0, any = 0.0;
+                int64_t same_arg = -1, other_arg = -1, q;
+                ign[d] = 0;
+                err[d] = -1;
+                target[d] = -1;
+                if (match[d] >= 0)
+                    continue;
+                for (q = cstart[img]; q < cstart[img + 1]; q++) {
+                    int64_t r = crows[q];
+                    if (cc[r] == kc[d] && box_iou(kb + 4 * d, cb + 4 * r, 1) > pos) {
+                        ign[d] = 1;
+                        break;
+                    }
+                }
+                if (n_o == 0) {
+                    err[d] = 4;
+                    continue;
+                }
+                for (j = 0; j < n_o; j++) {
+                    double v = row[j];
+                    if (v > any)
+                        any = v;
+                    if (lc[j] == kc[d]) {
+                        if (v > same) {
+                            same = v;
+                            same_arg = j;
+                        }
+                        if (used[j] && v > dup)
+                            dup = v;
+                    } else if (v > other) {
+                        other = v;
+                        other_arg = j;
+                    }
+                }
+                if (bg <= same && same <= pos) {
+                    err[d] = 1;
+                    target[d] = same_arg >= 0 ? orows[g0 + same_arg] : -1;
+                } else if (other >= pos) {
+                    err[d] = 0;
+                    target[d] = other_arg >= 0 ? orows[g0 + other_arg] : -1;
+                } else if (dup >= pos)
+                    err[d] = 3;
+                else if (any <= bg)
+                    err[d] = 4;
+                else
+                    err[d] = 2;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        result = PyTuple_Pack(4, out_m, out_t, out_e, out_i);
+    }
+done:
+    for (k = 0; k < N_TIDE_ARGS; k++)
+        if (b[k].obj)
+            PyBuffer_Release(&b[k]);
+    free_copies(copies, N_TIDE_ARGS);
+    Py_XDECREF(out_m);
+    Py_XDECREF(out_t);
+    Py_XDECREF(out_e);
+    Py_XDECREF(out_i);
+    PyMem_RawFree(ostart);
+    PyMem_RawFree(orows);
+    PyMem_RawFree(cstart);
+    PyMem_RawFree(crows);
+    PyMem_RawFree(used);
+    PyMem_RawFree(iou);
+    PyMem_RawFree(lb);
+    PyMem_RawFree(lc);
+    return result;
+}
+
 /* ------------------------------------------------------------ bootstrap replicates */
 #include "_kernels_src/bootstrap.h"
 
@@ -1110,11 +1882,19 @@ static PyMethodDef methods[] = {
      "rle_decode(strings) -> (counts, lengths, totals, areas): compressed COCO RLE strings to\n"
      "uint32 runs (concatenated), and the runs, pixels and foreground pixels of each."},
     {"rle_iou", (PyCFunction)(void (*)(void))rle_iou, METH_VARARGS | METH_KEYWORDS,
-     "rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, pair_a, pair_b, crowd_b)\n"
+     "rle_iou(counts_a, offsets_a, areas_a, counts_b, offsets_b, areas_b, pair_a, pair_b, crowd_b)\n"
      "-> bytearray of float64: pycocotools' rleIou for each (a, b) pair of masks."},
+    {"rle_from_polygons", (PyCFunction)(void (*)(void))rle_from_polygons,
+     METH_VARARGS | METH_KEYWORDS,
+     "rle_from_polygons(objects, heights, widths) -> (counts, lengths, areas): pycocotools'\n"
+     "frPyObjects + merge of each object's polygons, as uint32 runs."},
     {"oks_terms", (PyCFunction)(void (*)(void))oks_terms, METH_VARARGS | METH_KEYWORDS,
      "oks_terms(det_x, det_y, gt_x, gt_y, gt_visible, gt_box, gt_area_eps, pair_det, pair_gt,\n"
      "variances) -> (neg_e, counts): computeOks' exponents per pair, left-aligned."},
+    {"tide_pass", (PyCFunction)(void (*)(void))tide_pass, METH_VARARGS | METH_KEYWORDS,
+     "tide_pass(k_image, k_class, k_boxes, obj_image, obj_class, obj_boxes, crowd_image,\n"
+     "crowd_class, crowd_boxes, num_images, pos_threshold, background_threshold)\n"
+     "-> (det_match, target, error, ignored): TIDE's per-image matching and error types."},
     {"boot_curves", (PyCFunction)(void (*)(void))boot_curves, METH_VARARGS | METH_KEYWORDS,
      "boot_curves(item_image, item_mmin, item_flags, item_dyn, dyn_tp, dyn_fp, class_start,\n"
      "block_start, block_mixed, run_start, run_image, draws, gt_start, gt_cell, gt_count,\n"

@@ -13,6 +13,7 @@ from . import __version__
 from . import params
 from .errors import InputError, expected
 from .outfile import STDOUT, write_output
+from .diagnostics import options as diagnostics
 
 __all__ = ["main", "write_json"]
 
@@ -82,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "evaluation of object detections.")
     p.add_argument("--version", action=_VersionAction, nargs=0,
                    help="show the version, whether the compiled fast path is in use, and exit")
-    sub = p.add_subparsers(dest="command", metavar="{voc,coco,compare}")
+    sub = p.add_subparsers(dest="command", metavar="{voc,coco,compare,plot,convert}")
     sub.required = True
 
     v = sub.add_parser("voc", help="PASCAL VOC evaluation (devkit semantics)",
@@ -107,14 +108,24 @@ def _parser() -> argparse.ArgumentParser:
                    help="evaluate on a Dask cluster (local:N or tcp://host:8786); DETECTIONS "
                         "may then be a glob pattern of shard folders. Needs deteval[dask]")
     v.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    diagnostics.add_cli_options(v, "voc")
+    v.add_argument("--tide", action="store_true", help=argparse.SUPPRESS)  # COCO only: exit 2
+    _add_html_option(v)
     _bootstrap_options(v)
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics: bbox, segm, "
                                     "keypoints)",
                        description="COCO evaluation: the standard figures and per-class "
                                    "figures, as pycocotools COCOeval.")
-    c.add_argument("ground_truth", metavar="GROUND_TRUTH.json")
-    c.add_argument("results", metavar="RESULTS.json")
+    c.add_argument("ground_truth", metavar="GROUND_TRUTH",
+                   help="COCO JSON, YOLO data.yaml (or its folder), LabelMe folder, CVAT for "
+                        "images XML or VOC folder (detected from the content)")
+    c.add_argument("results", metavar="RESULTS",
+                   help="COCO results JSON, folder of YOLO prediction .txt files or folder "
+                        "of VOC comp4_det_*_<class>.txt files")
+    c.add_argument("--split", metavar="NAME", help="YOLO dataset: the split (default val)")
+    c.add_argument("--classes", metavar="FILE", help="LabelMe / CVAT / VOC ground truth: "
+                   "the class order (one name per line; ids 1..K)")
     thr = params.COCO_IOU_THRESHOLDS
     c.add_argument("--iou-thresholds", metavar="T,...",
                    help=f"IoU thresholds (default {thr[0]:.2f}:{thr[1] - thr[0]:.2f}:{thr[-1]:.2f})")
@@ -142,6 +153,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--partitions", type=int, metavar="N",
                    help="with --dask: image partitions (default twice the workers)")
     c.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for standard output, the tables then go to standard error)")
+    diagnostics.add_cli_options(c, "coco")
+    c.add_argument("--tide", action="store_true",
+                   help="add the TIDE error decomposition (tidecv's Cls, Loc, Both, Dupe, Bkg, "
+                        "Miss dAPs and counts; bbox only): report key `tide`")
+    _add_html_option(c)
     _bootstrap_options(c)
 
     k = sub.add_parser("compare", help="regression gate between two JSON reports",
@@ -154,13 +170,28 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--metrics", metavar="NAME,...",
                    help="figures to check (default: mAP for VOC, every stat for COCO)")
     k.add_argument("--per-class", action="store_true", help="also compare every class")
+    k.add_argument("--html", metavar="PATH", help="also write the comparison as one "
+                   "self-contained HTML page (verdict, per-class deltas, regressions first)")
     k.add_argument("--significant", action="store_true",
                    help="with bootstrap replicates in both reports (same ground truth, seed and "
                         "samples): fail only on a drop beyond --max-drop whose paired delta "
                         "interval lies wholly below zero")
     k.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")
+    _add_plot_parser(sub)
+
+    v = sub.add_parser("convert", help="convert a dataset between COCO, YOLO and VOC",
+                       description="Convert ground truth of any readable format (detected) "
+                                   "without rounding; says what the target cannot hold.")
+    v.add_argument("source", metavar="SOURCE")
+    v.add_argument("--to", required=True, choices=("coco", "yolo", "voc"),
+                   dest="target")
+    v.add_argument("out", metavar="OUT", help="a .json file (coco) or a new folder")
+    v.add_argument("--classes", metavar="FILE", help="class order (LabelMe / CVAT / VOC)")
+    v.add_argument("--split", metavar="NAME", help="YOLO source: the split (default val)")
     return p
 
+
+# ------------------------------------------------------- bootstrap intervals (#16)
 
 def _bootstrap_options(p) -> None:
     """--bootstrap / --seed / --confidence (issue 16: image-bootstrap intervals)."""
@@ -195,8 +226,123 @@ def _bootstrap_kwargs(args) -> dict:
     return {"bootstrap": args.bootstrap, "seed": seed, "confidence": conf}
 
 
+# --------------------------------------------------------------- HTML page and plots (#15)
+
+def _add_html_option(sub_parser) -> None:
+    sub_parser.add_argument("--html", metavar="PATH",
+                            help="also write one self-contained HTML page of the report "
+                                 "(tables, curves, diagnostics; no network needed to view)")
+
+
+def _add_plot_parser(sub) -> None:
+    g = sub.add_parser("plot", help="write the report's figures as image files (matplotlib)",
+                       description="Write the figures of a JSON report (precision-recall "
+                                   "curves, AP by class, TIDE, confusion) as files for a "
+                                   "paper. Needs deteval[plot].")
+    g.add_argument("report", metavar="REPORT.json")
+    g.add_argument("--out", metavar="DIR", required=True,
+                   help="folder for the figures (created if missing, its parent must exist)")
+    g.add_argument("--format", choices=("png", "svg", "pdf"), default="png",
+                   help="file format (default png)")
+
+
+def _now_utc() -> str:
+    from datetime import datetime, timezone
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _check_html_path(args) -> None:
+    """Refuse an unusable ``--html`` before any work (and before ``--json`` is written)."""
+    import os
+    path = getattr(args, "html", None)
+    if not path:
+        return
+    if path == STDOUT:
+        if getattr(args, "json", None) == STDOUT:
+            raise InputError("Expected at most one of `--json` and `--html` to be - (standard "
+                             "output) but got both")
+        return
+    if os.path.isdir(path):
+        raise InputError(expected("--html", "a writable file path", f"{path} (a folder)"))
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InputError(expected("--html", "a file path in an existing folder",
+                                  f"{path} (no folder {folder})"))
+
+
+def _html_implies_diagnostics(args) -> None:
+    """``--html`` asks for every diagnostic the page shows that the command offers."""
+    if getattr(args, "dask", None) or getattr(args, "class_agnostic", False):
+        return  # the diagnostics run in one process, per class: the page shows the rest
+    if getattr(args, "html", None):
+        from .html import diagnostics_for_html
+        for name in diagnostics_for_html(args.command, getattr(args, "iou_type", "bbox")):
+            if hasattr(args, name) and not getattr(args, name):
+                setattr(args, name, True)
+                args.implied_by_html = getattr(args, "implied_by_html", []) + [name]
+
+
+def _write_html_report(args, report, extra: Optional[dict] = None) -> None:
+    from . import html
+    data = report.to_dict()
+    for key, value in (extra or {}).items():
+        data.setdefault(key, value)
+    if "curves" not in data and getattr(report, "precision", None) is not None:
+        areas = list((data.get("params") or {}).get("area_ranges") or {})
+        if "all" in areas:
+            curves = html.coco_curves(report.precision, data["params"]["iou_thresholds"],
+                                      [c["name"] for c in data["classes"]],
+                                      area_index=areas.index("all"))
+            if curves is not None:
+                data["curves"] = curves
+    write_output(args.html, html.render_report(data, generated_at=_now_utc()), what="--html")
+
+
+def _write_html_comparison(args, result) -> None:
+    import os
+    from . import html
+    from .compare import load_report
+    page = html.render_comparison(load_report(args.baseline), load_report(args.candidate),
+                                  result, names=(os.path.basename(args.baseline),
+                                                 os.path.basename(args.candidate)),
+                                  generated_at=_now_utc())
+    write_output(args.html, page, what="--html")
+
+
+def _run_plot(args) -> int:
+    from .compare import load_report
+    from .plot import write_figures
+    report = load_report(args.report)
+    progress = None
+    if sys.stderr.isatty():
+        try:
+            from tqdm import tqdm
+            progress = lambda it, total: tqdm(it, total=total, desc="figures",  # noqa: E731
+                                              file=sys.stderr, leave=False)
+        except ImportError:
+            pass
+    written = write_figures(report, args.out, args.format, progress=progress)
+    for path in written:
+        print(path)
+    return 0
+
+
 def _run(args) -> int:
+    _check_html_path(args)
+    if args.command == "plot":
+        return _run_plot(args)
+    _html_implies_diagnostics(args)
+    html_extra = None
+    diag = None
+    if args.command in ("voc", "coco"):  # diagnostics options, checked before any work
+        diag = diagnostics.request_from_args(args, args.command)
+    stages = diag.stages if diag is not None and diag.needs_records else None
+    if args.command == "voc" and getattr(args, "html", None) and not args.dask:
+        stages = stages if stages is not None else {}  # the page's curves: the match records
     if args.command == "voc":
+        if args.tide:
+            raise InputError("Expected `--tide` only with `deteval coco` (TIDE is defined on "
+                             "COCO files) but got it with `deteval voc`")
         from .evaluate import evaluate_voc
         classes = None
         if args.classes is not None:
@@ -213,7 +359,12 @@ def _run(args) -> int:
             finally:
                 distributed.disconnect(client)
         else:
-            report = evaluate_voc(args.annotations, args.detections, **kw, **boot)
+            report = evaluate_voc(args.annotations, args.detections, stages=stages, **kw,
+                                  **boot)
+            if args.html:
+                from .html import voc_curves
+                html_extra = {"curves": voc_curves(stages["matches"], stages["gt"].class_names,
+                                                   args.iou, args.compat)}
     elif args.command == "coco":
         from .evaluate import evaluate_coco
         thr = _float_list(args.iou_thresholds, "--iou-thresholds") if args.iou_thresholds else None
@@ -224,7 +375,19 @@ def _run(args) -> int:
                                       args.oks_sigmas))
         sigmas = _float_list(args.oks_sigmas, "--oks-sigmas") if args.oks_sigmas else None
         boot = _bootstrap_kwargs(args)
+        if args.tide:
+            bad = [o for o, on in ((f"--iou-type {args.iou_type}", args.iou_type != "bbox"),
+                                   ("--class-agnostic", args.class_agnostic),
+                                   ("--dask", bool(args.dask))) if on]
+            if bad and "tide" in getattr(args, "implied_by_html", []):
+                args.tide = False  # implied by --html only: the page goes without it
+            elif bad:
+                raise InputError("Expected `--tide` with plain bbox evaluation (tidecv's "
+                                 f"TIDE.BOX) but got it with {', '.join(bad)}")
         if args.dask:
+            if args.split is not None or args.classes is not None:
+                raise InputError("Expected `--dask` with COCO JSON inputs (--split and "
+                                 "--classes are for other formats)")
             if args.class_agnostic or args.iou_type != "bbox":
                 raise InputError("Expected `--dask` with bbox evaluation (--class-agnostic, "
                                  "segm and keypoints are not supported on a cluster yet)")
@@ -242,23 +405,53 @@ def _run(args) -> int:
         else:
             if args.partitions is not None:
                 raise InputError("Expected `--partitions` only with `--dask` but got it alone")
-            report = evaluate_coco(args.ground_truth, args.results, iou_thresholds=thr,
+            from .io.detect import load_pair  # other formats: detected, read as COCO tables
+            pair = load_pair(args.ground_truth, args.results, split=args.split,
+                             classes_file=args.classes)
+            gt_in, res_in = args.ground_truth, args.results
+            if pair is not None:
+                if args.iou_type != "bbox":
+                    raise InputError(expected("--iou-type", "bbox with non-COCO inputs",
+                                              args.iou_type))
+                gt_in, res_in, warnings = pair
+                for w in warnings:
+                    print(f"deteval: warning: {w}", file=sys.stderr)
+            report = evaluate_coco(gt_in, res_in, iou_thresholds=thr,
                                    area_ranges=areas, max_dets=md,
                                    class_agnostic=args.class_agnostic,
-                                   iou_type=args.iou_type, oks_sigmas=sigmas, **boot)
+                                   iou_type=args.iou_type, oks_sigmas=sigmas,
+                                   stages=stages, **boot)
+    elif args.command == "convert":
+        from .convert import convert
+        notes = convert(args.source, args.target, args.out, classes_file=args.classes,
+                        split=args.split)
+        for n in notes:
+            print(f"deteval: note: {n}", file=sys.stderr)
+        print(f"wrote {args.out} ({args.target})")
+        return 0
     else:
         from .compare import compare_reports
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,
                                metrics=args.metrics.split(",") if args.metrics else None,
                                per_class=args.per_class, significant=args.significant)
+        if args.html:
+            _write_html_comparison(args, result)
         if args.json:
             write_json(args.json, result.to_dict())
-        print(result.format_table(), file=sys.stderr if args.json == STDOUT else sys.stdout)
+        print(result.format_table(),
+              file=sys.stderr if STDOUT in (args.json, args.html) else sys.stdout)
         return 0 if result.passed else 1
+    if diag is not None:
+        report = diag.finish(report, getattr(args, "compat", "devkit"))
     if args.json:
         write_json(args.json, report.to_dict())
-    # with --json -, standard output carries the JSON report alone
-    print(report.format_table(), file=sys.stderr if args.json == STDOUT else sys.stdout)
+    if args.html:
+        _write_html_report(args, report, html_extra)
+    if diag is not None and diag.csv_dir is not None:
+        report.write_csv(diag.csv_dir)
+    text = report.to_markdown() if diag is not None and diag.markdown else report.format_table()
+    # with --json - or --html -, standard output carries that file alone
+    print(text, file=sys.stderr if STDOUT in (args.json, args.html) else sys.stdout)
     return 0
 
 

@@ -30,7 +30,8 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
                  detections: Union[PathLike, Detections], *,
                  imageset: Optional[PathLike] = None, metric: str = VOC_DEFAULT_METRIC,
                  iou_threshold: float = VOC_IOU_THRESHOLD, compat: str = "devkit",
-                 classes: Optional[Sequence[str]] = None, bootstrap: Optional[int] = None,
+                 classes: Optional[Sequence[str]] = None,
+                 stages: Optional[dict] = None, bootstrap: Optional[int] = None,
                  seed: int = 0, confidence: float = 0.95) -> VocReport:
     """Evaluate detections with the PASCAL VOC protocol.
 
@@ -52,6 +53,9 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
         The official devkit, or py-faster-rcnn / detectron2 ``voc_eval``.
     classes : sequence of str, optional
         Classes to evaluate; default every class in the ground truth.
+    stages : dict, optional
+        Filled with the pipeline's intermediate results by name (``gt``, ``det``,
+        ``matches``, ``summary``), for diagnostics that reuse the one matching pass.
     bootstrap, seed, confidence : optional
         ``bootstrap=N``: image-bootstrap intervals from ``N`` replicates drawn with
         ``numpy.random.default_rng(seed)`` (see :mod:`deteval.bootstrap`), in
@@ -90,6 +94,8 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
     if unused:
         inputs["unused_detection_files"] = unused
     summary = summarize_voc(matches, metric, compat)
+    if stages is not None:
+        stages.update(gt=gt, det=det, matches=matches, summary=summary)
     report = voc_report(summary, gt.class_names, metric, compat, iou_threshold,
                         inputs=inputs, class_notes=notes)
     if bootstrap is not None:
@@ -106,7 +112,8 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
                   area_ranges: Optional[Dict[str, Tuple[float, float]]] = None,
                   max_dets: Optional[Sequence[int]] = None,
                   class_agnostic: bool = False, iou_type: str = "bbox",
-                  oks_sigmas: Optional[Sequence[float]] = None, bootstrap: Optional[int] = None,
+                  oks_sigmas: Optional[Sequence[float]] = None,
+                  stages: Optional[dict] = None, bootstrap: Optional[int] = None,
                   seed: int = 0, confidence: float = 0.95) -> CocoReport:
     """Evaluate detections with the COCO protocol (pycocotools ``COCOeval``).
 
@@ -134,6 +141,9 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     class_agnostic : bool
         Ignore categories when matching (pycocotools' ``useCats=0``): the report then has
         one class row, ``{"id": None, "name": "(all classes)"}``.
+    stages : dict, optional
+        Filled with the pipeline's intermediate results by name (``gt``, ``det``,
+        ``matches``, ``summary``), for diagnostics that reuse the one matching pass.
     bootstrap, seed, confidence : optional
         ``bootstrap=N``: image-bootstrap intervals of every figure from ``N`` replicates
         drawn with ``numpy.random.default_rng(seed)`` (see :mod:`deteval.bootstrap`), in
@@ -181,6 +191,8 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     matches = match_coco(gt, det, thr, area_arr, md[-1], **geometry)
     summary = summarize_coco(matches, thr, list(areas), md, COCO_RECALL_THRESHOLDS, default,
                              iou_type)
+    if stages is not None:
+        stages.update(gt=gt, det=det, matches=matches, summary=summary)
     report = coco_report(summary, class_ids, gt.class_names, thr, areas, md,
                          COCO_RECALL_THRESHOLDS, inputs=inputs, iou_type=iou_type)
     if class_agnostic:

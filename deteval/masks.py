@@ -140,6 +140,36 @@ def _mask_api():
     return mask_api
 
 
+def _check_polygons(polys, polys_at, source, where) -> None:
+    """InputError naming the first polygon pycocotools would misread."""
+    for i, seg in zip(polys_at, polys):
+        for p in seg:
+            if len(p) % 2 or len(p) < 6 or not _finite_coordinates(p):
+                raise InputError(expected("segmentation polygon", "an even number (at least "
+                                          "6) of finite coordinates x1, y1, x2, y2, ... "
+                                          "(pycocotools would misread it)",
+                                          p), source, where(i))
+
+
+def _draw_polygons(polys, polys_at, heights, widths):
+    """``(counts, lengths, areas)`` of the polygon objects drawn by the compiled rasteriser
+    (pycocotools' ``frPyObjects`` + ``merge``, bit for bit), or None: not built, or
+    something it leaves to pycocotools (a malformed polygon, which
+    :func:`_check_polygons` then names; coordinates beyond 1e8; images beyond 2^31
+    pixels)."""
+    if _kernels is None:
+        return None
+    rows = np.asarray(polys_at, dtype=np.int64)
+    try:
+        counts, lengths, areas = _kernels.rle_from_polygons(
+            polys, np.ascontiguousarray(np.asarray(heights, dtype=np.int64)[rows]),
+            np.ascontiguousarray(np.asarray(widths, dtype=np.int64)[rows]))
+    except (ValueError, OverflowError):
+        return None
+    return (np.frombuffer(counts, dtype=np.uint32), np.frombuffer(lengths, dtype=np.int64),
+            np.frombuffer(areas, dtype=np.int64))
+
+
 def masks_from_segmentations(segmentations: Sequence[Any], heights: np.ndarray,
                              widths: np.ndarray, source: str, section: str,
                              ids: Optional[Sequence[Any]] = None) -> MaskSet:
@@ -178,12 +208,6 @@ def masks_from_segmentations(segmentations: Sequence[Any], heights: np.ndarray,
             if not seg or not all(isinstance(p, list) for p in seg):
                 raise InputError(expected("segmentation", "a list of polygons [[x1, y1, ...]] "
                                           "or an RLE {size, counts}", seg), source, where(i))
-            for p in seg:
-                if len(p) % 2 or len(p) < 6 or not _finite_coordinates(p):
-                    raise InputError(expected("segmentation polygon", "an even number (at least "
-                                              "6) of finite coordinates x1, y1, x2, y2, ... "
-                                              "(pycocotools would misread it)",
-                                              p), source, where(i))
             polys_at.append(i)
             polys.append(seg)
         elif isinstance(seg, dict) and "counts" in seg and "size" in seg:
@@ -207,13 +231,18 @@ def masks_from_segmentations(segmentations: Sequence[Any], heights: np.ndarray,
         else:
             raise InputError(expected("segmentation", "a list of polygons or an RLE "
                                       "{size, counts}", seg), source, where(i))
+    drawn = None  # the polygons' runs, when the compiled rasteriser drew them
     if polys:
-        api = _mask_api()
-        for i, seg in zip(polys_at, polys):
-            rles = api.frPyObjects(seg, int(heights[i]), int(widths[i]))
-            strings[i] = api.merge(rles)["counts"]
+        drawn = _draw_polygons(polys, polys_at, heights, widths)
+        if drawn is None:
+            _check_polygons(polys, polys_at, source, where)
+            api = _mask_api()
+            for i, seg in zip(polys_at, polys):
+                rles = api.frPyObjects(seg, int(heights[i]), int(widths[i]))
+                strings[i] = api.merge(rles)["counts"]
+    drawn_at = set(polys_at) if drawn is not None else set()
     order = [i for i in range(m) if strings[i] is not None]
-    lists = [i for i in range(m) if strings[i] is None]
+    lists = [i for i in range(m) if strings[i] is None and i not in drawn_at]
     parts_counts, parts_len, parts_tot, parts_area = [], [], [], []
     if order:
         try:
@@ -240,7 +269,15 @@ def masks_from_segmentations(segmentations: Sequence[Any], heights: np.ndarray,
         parts_len.append(ln)
         parts_tot.append(tot)
         parts_area.append(ar)
-    row_order = np.array(order + lists, dtype=np.int64)  # masks as decoded: strings, lists
+    if drawn is not None:
+        c, ln, ar = drawn
+        parts_counts.append(c)
+        parts_len.append(ln)
+        parts_tot.append(np.asarray(heights, dtype=np.int64)[polys_at]
+                         * np.asarray(widths, dtype=np.int64)[polys_at])
+        parts_area.append(ar)
+        lists = lists + polys_at
+    row_order = np.array(order + lists, dtype=np.int64)  # as decoded: strings, lists, drawn
     counts = (np.concatenate(parts_counts).astype(np.uint32, copy=False) if parts_counts
               else np.zeros(0, dtype=np.uint32))
     lengths_dec = np.concatenate(parts_len) if parts_len else np.zeros(0, dtype=np.int64)
@@ -330,6 +367,7 @@ def rle_pair_ious(masks_a: MaskSet, masks_b: MaskSet, pair_a: np.ndarray, pair_b
                            np.ascontiguousarray(masks_a.areas, dtype=np.int64),
                            np.ascontiguousarray(masks_b.counts, dtype=np.uint32),
                            np.ascontiguousarray(masks_b.offsets, dtype=np.int64),
+                           np.ascontiguousarray(masks_b.areas, dtype=np.int64),
                            np.ascontiguousarray(pair_a, dtype=np.int64),
                            np.ascontiguousarray(pair_b, dtype=np.int64),
                            np.ascontiguousarray(crowd_b, dtype=bool).view(np.uint8))

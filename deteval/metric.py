@@ -404,7 +404,9 @@ class MeanAveragePrecision:
         self._chunks.append(_Chunk(
             matches=m, labels=labels, images=local, record_image=record_image,
             record_position=record_position, gt_label=gt_labels, gt_image=local[gt_image],
-            gt_boxes=gt_boxes, gt_flags=gt_flags, gt_area=gt_area))
+            gt_boxes=gt_boxes, gt_flags=gt_flags, gt_area=gt_area,
+            det_label=det_labels, det_image=local[det_image], det_boxes=det_boxes,
+            det_scores=scores))
         p.clear()
 
     def _with_geometry(self, gt: GroundTruth, det: Detections, p) -> tuple:
@@ -447,8 +449,9 @@ class MeanAveragePrecision:
         other._flush()
         offset = len(self.image_ids)
         for chunk in other._chunks:
-            self._chunks.append(dataclasses.replace(chunk, images=chunk.images + offset,
-                                                    gt_image=chunk.gt_image + offset))
+            self._chunks.append(dataclasses.replace(
+                chunk, images=chunk.images + offset, gt_image=chunk.gt_image + offset,
+                det_image=None if chunk.det_image is None else chunk.det_image + offset))
         self._pending.images += [i + offset for i in other._pending.images]
         self._num_detections += other._num_detections
         self.image_ids += other.image_ids
@@ -468,14 +471,37 @@ class MeanAveragePrecision:
         rank[order] = np.arange(len(ids))
         return rank
 
-    def compute(self, bootstrap: Optional[int] = None, seed: int = 0,
-                confidence: float = 0.95) -> Union[CocoReport, VocReport]:
+    def compute(self, *, tide: bool = False,
+                confusion: Union[bool, Mapping[str, float], None] = None,
+                curves: bool = False, per_image: bool = False,
+                bootstrap: Optional[int] = None, seed: int = 0, confidence: float = 0.95
+                ) -> Union[CocoReport, VocReport]:
         """The report of every image so far: ``report.to_dict()`` is the CLI's JSON.
 
-        ``bootstrap=N``: also image-bootstrap intervals from ``N`` replicates drawn with
-        ``numpy.random.default_rng(seed)`` over the image ids sorted ascending
-        (``report.uncertainty``, as ``deteval coco|voc --bootstrap N``; see
-        :mod:`deteval.bootstrap`). Not available for keypoints.
+        Parameters
+        ----------
+        tide : bool
+            Add the TIDE errors (COCO, bbox), as ``deteval coco --tide`` (``report.tide``,
+            ``report["tide"]``): images in the order they were added (the ground-truth
+            file's order), each image's predictions in the order given (the results file's
+            order), ``iscrowd`` targets as crowd regions.
+        confusion : bool or dict, optional
+            Add supervision's confusion matrix (``True``: IoU 0.5, score 0.3; or
+            ``{"iou_threshold": ..., "conf_threshold": ...}``), as ``deteval coco
+            --confusion``.
+        curves : bool
+            Add the PR curves and best-F1 points (COCO, bbox), as ``--curves``.
+        per_image : bool
+            Add the per-image counts, as ``--per-image``.
+        bootstrap, seed, confidence : optional
+            ``bootstrap=N``: image-bootstrap intervals from ``N`` replicates drawn with
+            ``numpy.random.default_rng(seed)`` over the image ids sorted ascending
+            (``report.uncertainty``, as ``deteval coco|voc --bootstrap N``; see
+            :mod:`deteval.bootstrap`). Not available for keypoints.
+
+        With any of them the result is a :class:`deteval.diagnostics.run.DiagnosticsReport`
+        around the plain report, computed from the same match records (no second pass
+        over the data; TIDE makes its own pass over the kept predictions).
         """
         if bootstrap is not None:
             from .bootstrap import check_bootstrap_params, check_seed
@@ -487,37 +513,14 @@ class MeanAveragePrecision:
                                               "(not supported yet)", bootstrap))
             except InputError as exc:
                 raise MetricInputError(exc.message, "compute()") from None
-        report, kept = self._compute()
-        if bootstrap is None:
-            return report
-        return dataclasses.replace(report, uncertainty=self._uncertainty(
-            bootstrap, seed, confidence, report, kept))
-
-    def _uncertainty(self, samples: int, seed: int, confidence: float, report, kept) -> dict:
-        """The report's ``uncertainty`` section from the records :meth:`_compute` used."""
-        from . import bootstrap as boot
-        matches, rank, gt_cls, gt_image, gt_flags, gt_area, width = kept
-        gt_key = rank[gt_image] if gt_image.shape[0] else gt_image
-        I = len(self.image_ids)
-        if self.protocol == "coco":
-            K = matches.num_gt.shape[0]
-            table = types.SimpleNamespace(num_images=I, num_classes=K, crowd=gt_flags,
-                                          area=gt_area, image_idx=gt_key, class_idx=gt_cls)
-            areas = np.array(list(self.area_ranges.values()), dtype=np.float64).reshape(-1, 2)
-            counts = boot.coco_gt_counts(table, areas, np.arange(I, dtype=np.int64))
-            return boot.coco_uncertainty(
-                counts, matches, areas, list(self.area_ranges), self.iou_thresholds,
-                self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr,
-                getattr(self, "iou_type", "bbox"), [c["name"] for c in report.classes],
-                samples, seed, confidence)
-        records = boot.voc_records_of(matches, matches.tie_key // width,
-                                      matches.tie_key % width, gt_key, gt_cls, gt_flags, I)
-        return boot.voc_uncertainty(records, self.protocol, self.compat,
-                                    [c.name for c in report.classes], samples, seed,
-                                    confidence)
-
-    def _compute(self) -> tuple:
-        """``(report, kept)``: the report and the records and ground truth it came from."""
+        if tide:
+            self._check_tide()
+        diag = None
+        if tide or confusion or curves or per_image:
+            try:
+                diag = self._diagnostics_request(confusion, curves, per_image)
+            except InputError as exc:
+                raise MetricInputError(exc.message, "compute()") from None
         self._flush()
         rank = self._image_rank()
         chunks = self._chunks
@@ -557,23 +560,140 @@ class MeanAveragePrecision:
                     matched=np.zeros((0, A, T), bool), ignored=np.zeros((0, A, T), bool),
                     num_gt=np.zeros((K, A), np.int64))]
             matches = CocoMatches.concatenate(parts)
-            kept = (matches, rank, gt_cls, gt_image, gt_flags, gt_area, width)
             iou_type = getattr(self, "iou_type", "bbox")
             summary = summarize_coco(matches, self.iou_thresholds, list(self.area_ranges),
                                      self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr,
                                      iou_type)
-            return coco_report(summary, labels, names, self.iou_thresholds, self.area_ranges,
-                               self.max_dets, COCO_RECALL_THRESHOLDS, inputs=inputs,
-                               iou_type=iou_type), kept
+            report = coco_report(summary, labels, names, self.iou_thresholds, self.area_ranges,
+                                 self.max_dets, COCO_RECALL_THRESHOLDS, inputs=inputs,
+                                 iou_type=iou_type)
+            if bootstrap is not None:
+                report = dataclasses.replace(report, uncertainty=self._uncertainty(
+                    bootstrap, seed, confidence, report,
+                    (matches, rank, gt_cls, gt_image, gt_flags, gt_area, width)))
+            if diag is None:
+                return report
+            from .diagnostics.run import coco_diagnostics
+            gt, det = self._tables(labels, names)
+            sections = None
+            if tide:
+                from .diagnostics.tide import tide_errors
+                sections = {"tide": tide_errors(gt, det)}
+            return coco_diagnostics(report, gt, det, matches, summary,
+                                    confusion=diag["confusion"], curves=curves,
+                                    per_image=per_image, image_key=rank,
+                                    image_ids=self._report_ids(), sections=sections)
         if not parts:
             parts = [VocMatches(class_idx=np.zeros(0, np.int64), scores=np.zeros(0),
                                 tie_key=np.zeros(0, np.int64), outcome=np.zeros(0, np.int8),
                                 num_gt=np.zeros(K, np.int64), num_difficult=np.zeros(K, np.int64))]
         matches = VocMatches.concatenate(parts)
-        kept = (matches, rank, gt_cls, gt_image, gt_flags, gt_area, width)
         summary = summarize_voc(matches, self.protocol, self.compat)
-        return voc_report(summary, names, self.protocol, self.compat, self.iou_threshold,
-                          inputs=inputs), kept
+        report = voc_report(summary, names, self.protocol, self.compat, self.iou_threshold,
+                            inputs=inputs)
+        if bootstrap is not None:
+            report = dataclasses.replace(report, uncertainty=self._uncertainty(
+                bootstrap, seed, confidence, report,
+                (matches, rank, gt_cls, gt_image, gt_flags, gt_area, width)))
+        if diag is None:
+            return report
+        from .diagnostics.run import voc_diagnostics
+        gt, det = self._tables(labels, names)
+        record_image = _cat([c.images[c.record_image] for c in chunks], np.int64)
+        return voc_diagnostics(report, gt, det, matches, self.compat,
+                               confusion=diag["confusion"], per_image=per_image,
+                               record_image=record_image, image_ids=self._report_ids())
+
+    def _uncertainty(self, samples: int, seed: int, confidence: float, report, kept) -> dict:
+        """The report's ``uncertainty`` section from the records :meth:`_compute` used."""
+        from . import bootstrap as boot
+        matches, rank, gt_cls, gt_image, gt_flags, gt_area, width = kept
+        gt_key = rank[gt_image] if gt_image.shape[0] else gt_image
+        I = len(self.image_ids)
+        if self.protocol == "coco":
+            K = matches.num_gt.shape[0]
+            table = types.SimpleNamespace(num_images=I, num_classes=K, crowd=gt_flags,
+                                          area=gt_area, image_idx=gt_key, class_idx=gt_cls)
+            areas = np.array(list(self.area_ranges.values()), dtype=np.float64).reshape(-1, 2)
+            counts = boot.coco_gt_counts(table, areas, np.arange(I, dtype=np.int64))
+            return boot.coco_uncertainty(
+                counts, matches, areas, list(self.area_ranges), self.iou_thresholds,
+                self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr,
+                getattr(self, "iou_type", "bbox"), [c["name"] for c in report.classes],
+                samples, seed, confidence)
+        records = boot.voc_records_of(matches, matches.tie_key // width,
+                                      matches.tie_key % width, gt_key, gt_cls, gt_flags, I)
+        return boot.voc_uncertainty(records, self.protocol, self.compat,
+                                    [c.name for c in report.classes], samples, seed,
+                                    confidence)
+
+    # ------------------------------------------------------------ diagnostics
+    def _check_tide(self) -> None:
+        if self.protocol != "coco" or getattr(self, "iou_type", "bbox") != "bbox":
+            raise MetricInputError(expected("tide", "False unless protocol='coco' and "
+                                            "iou_type='bbox' (TIDE is defined on COCO boxes)",
+                                            True), "compute()")
+        if self.class_names is not None:
+            from .diagnostics.run import check_unique_names
+            try:
+                check_unique_names(list(self.class_names.values()), "class_names")
+            except InputError as exc:
+                raise MetricInputError(exc.message, "compute()") from None
+
+    def _diagnostics_request(self, confusion, curves, per_image) -> dict:
+        """Check the diagnostics asked of :meth:`compute` (InputError when unsupported)."""
+        from .diagnostics.confusion import (DEFAULT_CONF_THRESHOLD, DEFAULT_IOU_THRESHOLD,
+                                            check_confusion_thresholds)
+        if curves and self.protocol != "coco":
+            raise InputError(f"Expected `curves` only with protocol 'coco' but got protocol "
+                             f"{self.protocol!r}")
+        if getattr(self, "iou_type", "bbox") != "bbox":
+            raise InputError(f"Expected diagnostics with iou_type 'bbox' but got "
+                             f"{self.iou_type!r}")
+        conf = None
+        if confusion:
+            opts = dict(confusion) if isinstance(confusion, Mapping) else {}
+            unknown = set(opts) - {"iou_threshold", "conf_threshold"}
+            if unknown:
+                raise InputError(expected("confusion", "True or a dict with iou_threshold "
+                                          "and conf_threshold", sorted(unknown)))
+            conf = check_confusion_thresholds(
+                opts.get("iou_threshold", DEFAULT_IOU_THRESHOLD),
+                opts.get("conf_threshold", DEFAULT_CONF_THRESHOLD))
+        return {"confusion": conf}
+
+    def _report_ids(self) -> np.ndarray:
+        ids = self.image_ids
+        if all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in ids):
+            return np.array(ids, dtype=np.int64).reshape(-1)
+        return np.array([str(i) for i in ids], dtype=object)
+
+    def _tables(self, labels: np.ndarray, names: List[str]):
+        """Every image's ground truth and predictions as the loaders' tables (images in
+        metric order, classes in ``labels`` order, predictions in their order per image)."""
+        chunks = self._chunks
+        if any(c.det_image is None for c in chunks):
+            raise MetricInputError("Expected predictions kept for diagnostics but this "
+                                   "metric's state predates them", "compute()")
+        coco = self.protocol == "coco"
+        gt_label = _cat([c.gt_label for c in chunks], np.int64)
+        gt_flags = _cat([c.gt_flags for c in chunks], bool)
+        gt = GroundTruth(
+            image_idx=_cat([c.gt_image for c in chunks], np.int64),
+            class_idx=np.searchsorted(labels, gt_label),
+            boxes=_cat([c.gt_boxes for c in chunks], np.float64).reshape(-1, 4),
+            difficult=np.zeros_like(gt_flags) if coco else gt_flags,
+            crowd=gt_flags if coco else np.zeros_like(gt_flags),
+            area=_cat([c.gt_area for c in chunks], np.float64),
+            image_ids=np.arange(len(self.image_ids)), class_names=tuple(names),
+            class_ids=labels, box_format="xywh" if coco else "xyxy_pixel")
+        scores = _cat([c.det_scores for c in chunks], np.float64)
+        det = Detections(
+            image_idx=_cat([c.det_image for c in chunks], np.int64),
+            class_idx=np.searchsorted(labels, _cat([c.det_label for c in chunks], np.int64)),
+            boxes=_cat([c.det_boxes for c in chunks], np.float64).reshape(-1, 4),
+            scores=scores, order=np.arange(scores.shape[0], dtype=np.int64))
+        return gt, det
 
 
 def _cat(parts: List[np.ndarray], dtype) -> np.ndarray:
@@ -597,7 +717,10 @@ class _Chunk:
     record_position : ndarray of int64, shape (N,)
         VOC: the prediction's position within its image (the tie key after the image).
     gt_label, gt_image, gt_boxes, gt_flags, gt_area : ndarray
-        The pass's ground truth (for the fingerprint).
+        The pass's ground truth (for the fingerprint, and TIDE).
+    det_image, det_boxes, det_scores, det_labels : ndarray, optional
+        COCO bbox: the pass's predictions (metric-local image, ``[x, y, w, h]``, score,
+        label), each image's in the order given (``compute(tide=True)``).
     """
 
     matches: Any
@@ -610,6 +733,10 @@ class _Chunk:
     gt_boxes: np.ndarray
     gt_flags: np.ndarray
     gt_area: np.ndarray
+    det_label: Optional[np.ndarray] = None   # the pass's predictions, for diagnostics
+    det_image: Optional[np.ndarray] = None   # (metric-local images, rows in image order)
+    det_boxes: Optional[np.ndarray] = None
+    det_scores: Optional[np.ndarray] = None
 
     def in_global_order(self, labels: np.ndarray, image_rank: np.ndarray, width: int):
         """The records with classes in ``labels`` and images keyed by ``image_rank``."""

@@ -152,6 +152,7 @@ class CocoReport:
     engine: Optional[dict] = None  # how it ran, when not in one process (deteval.distributed)
     notes: List[str] = field(default_factory=list)  # why figures are undefined
     iou_type: str = "bbox"
+    tide: Optional[dict] = None  # --tide: deteval.diagnostics.tide (report["tide"])
     uncertainty: Optional[dict] = None  # image-bootstrap intervals (deteval.bootstrap)
 
     protocol = "coco"
@@ -165,6 +166,8 @@ class CocoReport:
             d["notes"] = list(self.notes)
         if self.engine is not None:
             d["engine"] = dict(self.engine)
+        if self.tide is not None:
+            d["tide"] = dict(self.tide)
         if self.uncertainty is not None:
             d["uncertainty"] = self.uncertainty
         return d
@@ -198,6 +201,9 @@ class CocoReport:
         if self.notes:
             lines.append("")
             lines += ["note: " + n for n in self.notes]
+        if self.tide is not None:
+            from .diagnostics.tide import format_tide_table
+            lines += ["", format_tide_table(self.tide)]
         if u is not None:
             lines += ["", _interval_note(u)]
         return "\n".join(lines)

@@ -67,6 +67,60 @@ def test_rle_iou_equals_reference(h, w, n, seed):
                           dm.rle_pair_ious_reference(ms, ms, pa, pb, crowd))
 
 
+def _random_polygons(rng, small):
+    """An object of one to three polygons on an image of random size: coordinates anywhere
+    (outside the image too), on the pixel grid, on tenths of it, with repeated vertices."""
+    side = 40 if small else 700
+    h, w = int(rng.integers(1, side)), int(rng.integers(1, side))
+    polys = []
+    for _ in range(int(rng.integers(1, 4))):
+        k = int(rng.integers(3, 9 if small else 60))
+        mode = int(rng.integers(0, 4))
+        if mode == 0:
+            xy = rng.uniform(-5, max(h, w) + 5, 2 * k)
+        elif mode == 1:
+            xy = np.round(rng.uniform(-3, max(h, w) + 3, 2 * k) * 4) / 4
+        elif mode == 2:
+            xy = (rng.integers(-2, max(h, w) + 2, 2 * k)
+                  + rng.choice(np.arange(10) / 10, 2 * k))
+        else:
+            xy = rng.uniform(0, w, 2 * k)
+            xy[2:4] = xy[0:2]
+        poly = xy.tolist()
+        polys.append([int(v) for v in xy] if mode == 2 and rng.random() < 0.3 else poly)
+    return polys, h, w
+
+
+@pytest.mark.parametrize("seed, cases", [(0, 300), (1, 300),
+                                         pytest.param(2, 30000, marks=pytest.mark.slow)])
+def test_polygon_rasteriser_equals_pycocotools(seed, cases):
+    """The compiled rasteriser gives pycocotools' frPyObjects + merge runs, bit for bit."""
+    mask_api = pytest.importorskip("pycocotools.mask")
+    rng = np.random.default_rng(seed)
+    for case in range(cases):
+        polys, h, w = _random_polygons(rng, small=case % 2 == 0)
+        ref = mask_api.merge(mask_api.frPyObjects(polys, h, w))["counts"]
+        want = dm.decode_rle_string(ref if isinstance(ref, bytes) else ref.encode())
+        counts, lengths, areas = kernels.rle_from_polygons(
+            [polys], np.array([h], dtype=np.int64), np.array([w], dtype=np.int64))
+        got = np.frombuffer(counts, dtype=np.uint32)
+        assert np.array_equal(got, want), (h, w, polys)
+        assert np.frombuffer(lengths, np.int64)[0] == want.shape[0]
+        assert np.frombuffer(areas, np.int64)[0] == int(want[1::2].astype(np.int64).sum())
+
+
+def test_polygon_rasteriser_leaves_what_it_cannot_draw_to_pycocotools():
+    """Malformed polygons are ValueError (the loader names them); coordinates beyond its
+    exact 32-bit range are OverflowError (the loader then asks pycocotools)."""
+    one = np.array([10], dtype=np.int64)
+    for bad in ([[0, 0, 1, 1]], [[0, 0, 1, 1, 2]], [[0, 0, 1, float("nan"), 2, 2]],
+                [[0, 0, "1", 1, 2, 2]], [], [(0, 0, 1, 1, 2, 2)]):
+        with pytest.raises(ValueError):
+            kernels.rle_from_polygons([bad], one, one)
+    with pytest.raises(OverflowError):
+        kernels.rle_from_polygons([[[0, 0, 1e9, 1, 2, 2]]], one, one)
+
+
 # ------------------------------------------------------------------ ranking
 
 @FUZZ
@@ -127,6 +181,24 @@ def test_coco_match_kernel_equals_numpy(n_img, n_cls, n_gt, n_det, max_det, seed
     areas = np.array([[0, 1e10], [0, 16], [16, 1e10]])
     on, off = _both(lambda: match.match_coco(gt, det, thr, areas, max_det))
     for f in ("class_idx", "scores", "image_key", "rank", "matched", "ignored", "num_gt"):
+        assert np.array_equal(getattr(on, f), getattr(off, f)), f
+
+
+@FUZZ
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(0, 25), st.integers(0, 130),
+       st.integers(0, 2 ** 32 - 1))
+def test_tide_kernel_equals_numpy(n_img, n_cls, n_gt, n_det, seed):
+    from deteval.diagnostics import tide
+    gt, det = _tables(np.random.default_rng(seed), n_img, n_cls, n_gt, n_det, False)
+    on = tide.tide_errors(gt, det)
+    saved = tide._kernels
+    tide._kernels = None
+    try:
+        off = tide.tide_errors(gt, det)
+    finally:
+        tide._kernels = saved
+    assert on.to_dict() == off.to_dict()
+    for f in ("detection_rows", "detection_error", "detection_ignored", "missed_rows"):
         assert np.array_equal(getattr(on, f), getattr(off, f)), f
 
 

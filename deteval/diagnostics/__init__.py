@@ -1,0 +1,1 @@
+"""Diagnostics that explain a number: TIDE errors, confusion matrix, PR curves, per-image counts."""
