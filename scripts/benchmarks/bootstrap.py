@@ -147,7 +147,8 @@ def run(args):
             r = json.load(f)
         wr, nr = r["weighted"], r["naive"]
         diff = max(abs(a - b) for a, b in zip(wr["AP"], nr["AP"]))
-        print(f"\n  per replicate, in-process ({args.reference} replicates, set-up included): weighted "
+        print(f"\n  per replicate, in-process ({args.reference} replicates, set-up included): "
+              f"weighted "
               f"{1000 * wr['s_per_replicate']:.1f} ms, reference (re-accumulation) "
               f"{1000 * nr['s_per_replicate']:.1f} ms: "
               f"{nr['s_per_replicate'] / wr['s_per_replicate']:.1f}x; "
