@@ -104,13 +104,6 @@ def resample_coco_matches(matches: CocoMatches, gt_counts: np.ndarray,
                    num_gt=gt_counts[draws].sum(axis=0))
 
 
-def iter_coco_replicates(matches: CocoMatches, gt_counts: np.ndarray, samples: int,
-                         seed: int = 0) -> Iterator[CocoMatches]:
-    """Yield each replicate's records, one at a time (see :func:`resample_coco_matches`)."""
-    for draws in replicate_draws(gt_counts.shape[0], samples, seed):
-        yield resample_coco_matches(matches, gt_counts, draws)
-
-
 def percentile_interval(values, confidence: float = 0.95
                         ) -> Tuple[Optional[Tuple[float, float]], int]:
     """``numpy.percentile(defined, [100 * (1 - c) / 2, 100 * (1 + c) / 2])`` (linear
@@ -311,7 +304,8 @@ def boot_curves(items: RankedItems, draws: np.ndarray, gt: GtCounts,
     -------
     value, tp : ndarray of float64, shape (B, T, K, A, M)
         COCO: the sum over recall thresholds of the interpolated precision; VOC07: the
-        sum of the 11 points; VOC12: the area under the envelope. ``tp``: final true
+        sum of the 11 points; VOC12: the area under the envelope -- at the largest
+        max-dets only (the one AP figures use; 0 at the others). ``tp``: final true
         positives. NaN where ``npig == 0``.
     npig : ndarray of int64, shape (B, K, A)
         Each replicate's counted ground truth.
@@ -333,21 +327,6 @@ def boot_curves(items: RankedItems, draws: np.ndarray, gt: GtCounts,
     return (np.frombuffer(v, dtype=np.float64).reshape(shape),
             np.frombuffer(t, dtype=np.float64).reshape(shape),
             np.frombuffer(n, dtype=np.int64).reshape(B, K, A))
-
-
-def draw_weights(draws: np.ndarray) -> np.ndarray:
-    """Weight of each image in each replicate: ``bincount`` of each draw row, (B, I)."""
-    B, I = draws.shape
-    flat = (draws + (np.arange(B) * I)[:, None]).ravel()
-    return np.bincount(flat, minlength=B * I).reshape(B, I)
-
-
-def replicate_counts(weights: np.ndarray, per_image: np.ndarray) -> np.ndarray:
-    """``sum_i weights[b, i] * per_image[i, ...]``: shape ``(B,) + per_image.shape[1:]``."""
-    I = per_image.shape[0]
-    flat = per_image.reshape(I, -1).astype(np.float64)
-    out = weights.astype(np.float64) @ flat  # integers below 2**53: exact
-    return np.rint(out).astype(np.int64).reshape((weights.shape[0],) + per_image.shape[1:])
 
 
 def coco_figures_from_curves(value: np.ndarray, tp: np.ndarray, npig: np.ndarray,
