@@ -71,6 +71,7 @@ typedef struct {
     int64_t *tpthr;            /* (a, R + 1): least tp with tp / npig >= thr[j]; INT64_MAX */
     uint8_t *thr_ready;        /* (a): tpthr computed for the current class */
     boot_point *stack;         /* (a, t) x cap */
+    boot_point *top;           /* (a, t): a copy of each stack's top (compact: stays cached) */
     Py_ssize_t *slen, cap;
     const int64_t *npig_k;     /* (A) of the current class and replicate */
     const uint8_t *mmin, *flags;
@@ -148,6 +149,10 @@ boot_flush(boot_state *s, int a, uint64_t mask)
             s->jptr[ci] = j;
             key = (double)j;
         }
+        /* the common case, decided from the cached top (no stack access): the top has
+         * the same recall-threshold count and a higher precision ratio */
+        if (n > 0 && s->top[ci].key == key && boot_ratio_cmp(&s->top[ci], tpv, den) > 0)
+            continue;
         /* drop the points the new one dominates (precision <= the new one's): compared
          * as exact ratios; equal ratios by their doubles (the spacing(1) term) */
         while (n > 0) {
@@ -186,6 +191,8 @@ boot_flush(boot_state *s, int a, uint64_t mask)
             st[n].den = den;
             n++;
         }
+        if (n > 0)
+            s->top[ci] = st[n - 1];
         s->slen[ci] = n;
     }
 }
@@ -523,9 +530,10 @@ boot_curves(PyObject *self, PyObject *args, PyObject *kwargs)
     s.thr_ready = PyMem_RawCalloc((size_t)A, 1);
     s.slen = PyMem_RawCalloc((size_t)A * T, sizeof(Py_ssize_t));
     s.stack = PyMem_RawMalloc((size_t)A * T * (size_t)s.cap * sizeof(boot_point));
+    s.top = PyMem_RawCalloc((size_t)A * T, sizeof(boot_point));
     wts = PyMem_RawMalloc((size_t)I * sizeof(int64_t));
     if (!s.tp || !s.dfp || !s.fsp || !s.pend || !s.jptr || !s.tpthr || !s.thr_ready ||
-        !s.slen || !s.stack || !wts || !mb_nd || !mb_soff || !mb_doff) {
+        !s.slen || !s.stack || !s.top || !wts || !mb_nd || !mb_soff || !mb_doff) {
         PyErr_NoMemory();
         goto done;
     }
@@ -725,6 +733,7 @@ done:
     PyMem_RawFree(s.thr_ready);
     PyMem_RawFree(s.slen);
     PyMem_RawFree(s.stack);
+    PyMem_RawFree(s.top);
     PyMem_RawFree(wts);
     PyMem_RawFree(mb_of);
     PyMem_RawFree(mb_run0);
