@@ -27,7 +27,8 @@ setup(
                       "common.h", "numbers.h", "id_table.h", "detections.h", "voc_xml.h",
                       "voc_files.h", "detection_files.h", "coco_results.h")],
                   optional=True),
-        Extension("deteval._kernels", ["deteval/_kernels.c"], optional=True),
+        Extension("deteval._kernels", ["deteval/_kernels.c"],
+                  depends=["deteval/_kernels_src/bootstrap.h"], optional=True),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -1864,6 +1864,9 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------ bootstrap replicates */
+#include "_kernels_src/bootstrap.h"
+
 static PyMethodDef methods[] = {
     {"rank_order", (PyCFunction)(void (*)(void))rank_order, METH_VARARGS | METH_KEYWORDS,
      "rank_order(major, scores, tie) -> bytearray of int64: np.lexsort((tie, -scores, major))\n"
@@ -1892,6 +1895,12 @@ static PyMethodDef methods[] = {
      "tide_pass(k_image, k_class, k_boxes, obj_image, obj_class, obj_boxes, crowd_image,\n"
      "crowd_class, crowd_boxes, num_images, pos_threshold, background_threshold)\n"
      "-> (det_match, target, error, ignored): TIDE's per-image matching and error types."},
+    {"boot_curves", (PyCFunction)(void (*)(void))boot_curves, METH_VARARGS | METH_KEYWORDS,
+     "boot_curves(item_image, item_mmin, item_flags, item_dyn, dyn_tp, dyn_fp, class_start,\n"
+     "block_start, block_mixed, run_start, run_image, draws, gt_start, gt_cell, gt_count,\n"
+     "thresholds, num_images, num_areas, num_thresholds, num_maxdets, mode)\n"
+     "-> (value, tp, npig) bytearrays: bootstrap replicates' envelope sums, TP counts and\n"
+     "ground-truth counts (see _kernels_src/bootstrap.h)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

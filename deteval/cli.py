@@ -111,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     diagnostics.add_cli_options(v, "voc")
     v.add_argument("--tide", action="store_true", help=argparse.SUPPRESS)  # COCO only: exit 2
     _add_html_option(v)
+    _bootstrap_options(v)
 
     c = sub.add_parser("coco", help="COCO evaluation (pycocotools semantics: bbox, segm, "
                                     "keypoints)",
@@ -157,6 +158,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="add the TIDE error decomposition (tidecv's Cls, Loc, Both, Dupe, Bkg, "
                         "Miss dAPs and counts; bbox only): report key `tide`")
     _add_html_option(c)
+    _bootstrap_options(c)
 
     _lvis_parser(sub)
 
@@ -172,6 +174,11 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--per-class", action="store_true", help="also compare every class")
     k.add_argument("--html", metavar="PATH", help="also write the comparison as one "
                    "self-contained HTML page (verdict, per-class deltas, regressions first)")
+    k.add_argument("--significant", action="store_true",
+                   help="with bootstrap replicates in both reports (same ground truth, seed and "
+                        "samples): fail only on a drop beyond --max-drop whose paired delta "
+                        "interval lies wholly below zero")
+    k.add_argument("--json", metavar="PATH", help="also write the comparison as JSON here")
     _add_plot_parser(sub)
 
     v = sub.add_parser("convert", help="convert a dataset between COCO, YOLO and VOC",
@@ -209,6 +216,41 @@ def _lvis_parser(sub) -> None:
     lv.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for "
                     "standard output, the tables then go to standard error)")
     lv.set_defaults(html=None)  # no HTML page for LVIS reports yet
+
+
+# ------------------------------------------------------- bootstrap intervals (#16)
+
+def _bootstrap_options(p) -> None:
+    """--bootstrap / --seed / --confidence (issue 16: image-bootstrap intervals)."""
+    p.add_argument("--bootstrap", type=int, metavar="N",
+                   help="image-bootstrap intervals of every figure from N >= 1 replicates "
+                        "(e.g. 1000)")
+    p.add_argument("--seed", type=int, metavar="S",
+                   help="with --bootstrap: seed of numpy.random.default_rng (default 0)")
+    p.add_argument("--confidence", type=float, metavar="C",
+                   help="with --bootstrap: interval confidence in (0, 1) (default 0.95)")
+
+
+def _bootstrap_kwargs(args) -> dict:
+    """The evaluation's bootstrap keywords from the options, checked (InputError: exit 2)."""
+    if args.bootstrap is None:
+        for opt, value in (("--seed", args.seed), ("--confidence", args.confidence)):
+            if value is not None:
+                raise InputError(f"Expected `{opt}` only with `--bootstrap N` but got it alone")
+        return {}
+    if args.bootstrap < 1:
+        raise InputError(expected("--bootstrap", "an integer >= 1 (replicates)", args.bootstrap))
+    conf = 0.95 if args.confidence is None else args.confidence
+    if not 0 < conf < 1:
+        raise InputError(expected("--confidence", "a number in the open interval (0, 1)",
+                                  args.confidence))
+    seed = 0 if args.seed is None else args.seed
+    if seed < 0:
+        raise InputError(expected("--seed", "an integer >= 0", seed))
+    if args.dask:
+        raise InputError("Expected `--bootstrap` without `--dask` (not supported on a "
+                         "cluster yet)")
+    return {"bootstrap": args.bootstrap, "seed": seed, "confidence": conf}
 
 
 # --------------------------------------------------------------- HTML page and plots (#15)
@@ -264,7 +306,6 @@ def _html_implies_diagnostics(args) -> None:
         for name in diagnostics_for_html(args.command, getattr(args, "iou_type", "bbox")):
             if hasattr(args, name) and not getattr(args, name):
                 setattr(args, name, True)
-                args.implied_by_html = getattr(args, "implied_by_html", []) + [name]
 
 
 def _write_html_report(args, report, extra: Optional[dict] = None) -> None:
@@ -350,6 +391,7 @@ def _run(args) -> int:
             classes = [c.strip() for c in args.classes.split(",")]
         kw = dict(imageset=args.imageset, metric=args.metric, iou_threshold=args.iou,
                   compat=args.compat, classes=classes)
+        boot = _bootstrap_kwargs(args)
         if args.dask:
             from . import distributed
             client = distributed.connect(args.dask)
@@ -359,7 +401,8 @@ def _run(args) -> int:
             finally:
                 distributed.disconnect(client)
         else:
-            report = evaluate_voc(args.annotations, args.detections, stages=stages, **kw)
+            report = evaluate_voc(args.annotations, args.detections, stages=stages, **kw,
+                                  **boot)
             if args.html:
                 from .html import voc_curves
                 html_extra = {"curves": voc_curves(stages["matches"], stages["gt"].class_names,
@@ -373,15 +416,7 @@ def _run(args) -> int:
             raise InputError(expected("--oks-sigmas", "given only with --iou-type keypoints",
                                       args.oks_sigmas))
         sigmas = _float_list(args.oks_sigmas, "--oks-sigmas") if args.oks_sigmas else None
-        if args.tide:
-            bad = [o for o, on in ((f"--iou-type {args.iou_type}", args.iou_type != "bbox"),
-                                   ("--class-agnostic", args.class_agnostic),
-                                   ("--dask", bool(args.dask))) if on]
-            if bad and "tide" in getattr(args, "implied_by_html", []):
-                args.tide = False  # implied by --html only: the page goes without it
-            elif bad:
-                raise InputError("Expected `--tide` with plain bbox evaluation (tidecv's "
-                                 f"TIDE.BOX) but got it with {', '.join(bad)}")
+        boot = _bootstrap_kwargs(args)
         if args.dask:
             if args.split is not None or args.classes is not None:
                 raise InputError("Expected `--dask` with COCO JSON inputs (--split and "
@@ -418,7 +453,7 @@ def _run(args) -> int:
                                    area_ranges=areas, max_dets=md,
                                    class_agnostic=args.class_agnostic,
                                    iou_type=args.iou_type, oks_sigmas=sigmas,
-                                   stages=stages)
+                                   stages=stages, **boot)
     elif args.command == "convert":
         from .convert import convert
         notes = convert(args.source, args.target, args.out, classes_file=args.classes,
@@ -431,10 +466,13 @@ def _run(args) -> int:
         from .compare import compare_reports
         result = compare_reports(args.baseline, args.candidate, max_drop=args.max_drop,
                                metrics=args.metrics.split(",") if args.metrics else None,
-                               per_class=args.per_class)
+                               per_class=args.per_class, significant=args.significant)
         if args.html:
             _write_html_comparison(args, result)
-        print(result.format_table())
+        if args.json:
+            write_json(args.json, result.to_dict())
+        print(result.format_table(),
+              file=sys.stderr if STDOUT in (args.json, args.html) else sys.stdout)
         return 0 if result.passed else 1
     if diag is not None:
         report = diag.finish(report, getattr(args, "compat", "devkit"))

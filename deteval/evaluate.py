@@ -8,6 +8,7 @@ their JSON/table forms).
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -30,7 +31,8 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
                  imageset: Optional[PathLike] = None, metric: str = VOC_DEFAULT_METRIC,
                  iou_threshold: float = VOC_IOU_THRESHOLD, compat: str = "devkit",
                  classes: Optional[Sequence[str]] = None,
-                 stages: Optional[dict] = None) -> VocReport:
+                 stages: Optional[dict] = None, bootstrap: Optional[int] = None,
+                 seed: int = 0, confidence: float = 0.95) -> VocReport:
     """Evaluate detections with the PASCAL VOC protocol.
 
     Parameters
@@ -54,6 +56,10 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
     stages : dict, optional
         Filled with the pipeline's intermediate results by name (``gt``, ``det``,
         ``matches``, ``summary``), for diagnostics that reuse the one matching pass.
+    bootstrap, seed, confidence : optional
+        ``bootstrap=N``: image-bootstrap intervals from ``N`` replicates drawn with
+        ``numpy.random.default_rng(seed)`` (see :mod:`deteval.bootstrap`), in
+        ``report.uncertainty``.
 
     Returns
     -------
@@ -61,6 +67,10 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
     """
     check_choice("metric", metric, VOC_METRICS)
     check_choice("compat", compat, VOC_COMPATS)
+    if bootstrap is not None:
+        from .bootstrap import check_bootstrap_params, check_seed
+        check_bootstrap_params(bootstrap, confidence)
+        check_seed(seed)
     iou_threshold = check_iou("iou_threshold", iou_threshold)
     if classes is not None:
         classes = [str(c).strip() for c in classes]
@@ -86,8 +96,14 @@ def evaluate_voc(annotations: Union[PathLike, GroundTruth],
     summary = summarize_voc(matches, metric, compat)
     if stages is not None:
         stages.update(gt=gt, det=det, matches=matches, summary=summary)
-    return voc_report(summary, gt.class_names, metric, compat, iou_threshold,
-                      inputs=inputs, class_notes=notes)
+    report = voc_report(summary, gt.class_names, metric, compat, iou_threshold,
+                        inputs=inputs, class_notes=notes)
+    if bootstrap is not None:
+        from .bootstrap import voc_records, voc_uncertainty
+        report = replace(report, uncertainty=voc_uncertainty(
+            voc_records(gt, det, matches, compat), metric, compat, gt.class_names, bootstrap,
+            seed, confidence))
+    return report
 
 
 def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
@@ -97,7 +113,8 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
                   max_dets: Optional[Sequence[int]] = None,
                   class_agnostic: bool = False, iou_type: str = "bbox",
                   oks_sigmas: Optional[Sequence[float]] = None,
-                  stages: Optional[dict] = None) -> CocoReport:
+                  stages: Optional[dict] = None, bootstrap: Optional[int] = None,
+                  seed: int = 0, confidence: float = 0.95) -> CocoReport:
     """Evaluate detections with the COCO protocol (pycocotools ``COCOeval``).
 
     Parameters
@@ -127,6 +144,10 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     stages : dict, optional
         Filled with the pipeline's intermediate results by name (``gt``, ``det``,
         ``matches``, ``summary``), for diagnostics that reuse the one matching pass.
+    bootstrap, seed, confidence : optional
+        ``bootstrap=N``: image-bootstrap intervals of every figure from ``N`` replicates
+        drawn with ``numpy.random.default_rng(seed)`` (see :mod:`deteval.bootstrap`), in
+        ``report.uncertainty``.
 
     Returns
     -------
@@ -141,6 +162,10 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     """
     from .io.coco_geometry import load_ground_truth_geometry, load_results_geometry
     thr, areas, md, default = coco_params(iou_thresholds, area_ranges, max_dets, iou_type)
+    if bootstrap is not None:
+        from .bootstrap import check_bootstrap_params, check_seed
+        check_bootstrap_params(bootstrap, confidence)
+        check_seed(seed)
     sigmas = None
     if iou_type == "keypoints":
         sigmas = _oks_sigmas(oks_sigmas)
@@ -162,7 +187,8 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
     if class_agnostic:
         gt, det = merge_classes(gt, det)
         class_ids = [None]
-    matches = match_coco(gt, det, thr, area_arr, md[-1], **_geometry(gt, det, iou_type, sigmas))
+    geometry = _geometry(gt, det, iou_type, sigmas)
+    matches = match_coco(gt, det, thr, area_arr, md[-1], **geometry)
     summary = summarize_coco(matches, thr, list(areas), md, COCO_RECALL_THRESHOLDS, default,
                              iou_type)
     if stages is not None:
@@ -173,6 +199,12 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
         report.params["class_agnostic"] = True
     if sigmas is not None:
         report.params["oks_sigmas"] = [float(v) for v in sigmas]
+    if bootstrap is not None:
+        from .bootstrap import coco_uncertainty
+        report = replace(report, uncertainty=coco_uncertainty(
+            gt, matches, area_arr, list(areas), thr, md, COCO_RECALL_THRESHOLDS, default,
+            iou_type, [c["name"] for c in report.classes], bootstrap, seed, confidence,
+            gt_ignore=geometry.get("gt_ignore")))
     return report
 
 

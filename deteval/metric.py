@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import types
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -472,7 +473,8 @@ class MeanAveragePrecision:
 
     def compute(self, *, tide: bool = False,
                 confusion: Union[bool, Mapping[str, float], None] = None,
-                curves: bool = False, per_image: bool = False
+                curves: bool = False, per_image: bool = False,
+                bootstrap: Optional[int] = None, seed: int = 0, confidence: float = 0.95
                 ) -> Union[CocoReport, VocReport]:
         """The report of every image so far: ``report.to_dict()`` is the CLI's JSON.
 
@@ -491,11 +493,26 @@ class MeanAveragePrecision:
             Add the PR curves and best-F1 points (COCO, bbox), as ``--curves``.
         per_image : bool
             Add the per-image counts, as ``--per-image``.
+        bootstrap, seed, confidence : optional
+            ``bootstrap=N``: image-bootstrap intervals from ``N`` replicates drawn with
+            ``numpy.random.default_rng(seed)`` over the image ids sorted ascending
+            (``report.uncertainty``, as ``deteval coco|voc --bootstrap N``; see
+            :mod:`deteval.bootstrap`). Not available for keypoints.
 
         With any of them the result is a :class:`deteval.diagnostics.run.DiagnosticsReport`
         around the plain report, computed from the same match records (no second pass
         over the data; TIDE makes its own pass over the kept predictions).
         """
+        if bootstrap is not None:
+            from .bootstrap import check_bootstrap_params, check_seed
+            try:
+                check_bootstrap_params(bootstrap, confidence)
+                check_seed(seed)
+                if getattr(self, "iou_type", "bbox") == "keypoints":
+                    raise InputError(expected("bootstrap", "None with iou_type='keypoints' "
+                                              "(not supported yet)", bootstrap))
+            except InputError as exc:
+                raise MetricInputError(exc.message, "compute()") from None
         if tide:
             self._check_tide()
         diag = None
@@ -550,6 +567,10 @@ class MeanAveragePrecision:
             report = coco_report(summary, labels, names, self.iou_thresholds, self.area_ranges,
                                  self.max_dets, COCO_RECALL_THRESHOLDS, inputs=inputs,
                                  iou_type=iou_type)
+            if bootstrap is not None:
+                report = dataclasses.replace(report, uncertainty=self._uncertainty(
+                    bootstrap, seed, confidence, report,
+                    (matches, rank, gt_cls, gt_image, gt_flags, gt_area, width)))
             if diag is None:
                 return report
             from .diagnostics.run import coco_diagnostics
@@ -570,6 +591,10 @@ class MeanAveragePrecision:
         summary = summarize_voc(matches, self.protocol, self.compat)
         report = voc_report(summary, names, self.protocol, self.compat, self.iou_threshold,
                             inputs=inputs)
+        if bootstrap is not None:
+            report = dataclasses.replace(report, uncertainty=self._uncertainty(
+                bootstrap, seed, confidence, report,
+                (matches, rank, gt_cls, gt_image, gt_flags, gt_area, width)))
         if diag is None:
             return report
         from .diagnostics.run import voc_diagnostics
@@ -578,6 +603,29 @@ class MeanAveragePrecision:
         return voc_diagnostics(report, gt, det, matches, self.compat,
                                confusion=diag["confusion"], per_image=per_image,
                                record_image=record_image, image_ids=self._report_ids())
+
+    def _uncertainty(self, samples: int, seed: int, confidence: float, report, kept) -> dict:
+        """The report's ``uncertainty`` section from the records :meth:`_compute` used."""
+        from . import bootstrap as boot
+        matches, rank, gt_cls, gt_image, gt_flags, gt_area, width = kept
+        gt_key = rank[gt_image] if gt_image.shape[0] else gt_image
+        I = len(self.image_ids)
+        if self.protocol == "coco":
+            K = matches.num_gt.shape[0]
+            table = types.SimpleNamespace(num_images=I, num_classes=K, crowd=gt_flags,
+                                          area=gt_area, image_idx=gt_key, class_idx=gt_cls)
+            areas = np.array(list(self.area_ranges.values()), dtype=np.float64).reshape(-1, 2)
+            counts = boot.coco_gt_counts(table, areas, np.arange(I, dtype=np.int64))
+            return boot.coco_uncertainty(
+                counts, matches, areas, list(self.area_ranges), self.iou_thresholds,
+                self.max_dets, COCO_RECALL_THRESHOLDS, self._default_thr,
+                getattr(self, "iou_type", "bbox"), [c["name"] for c in report.classes],
+                samples, seed, confidence)
+        records = boot.voc_records_of(matches, matches.tie_key // width,
+                                      matches.tie_key % width, gt_key, gt_cls, gt_flags, I)
+        return boot.voc_uncertainty(records, self.protocol, self.compat,
+                                    [c.name for c in report.classes], samples, seed,
+                                    confidence)
 
     # ------------------------------------------------------------ diagnostics
     def _check_tide(self) -> None:

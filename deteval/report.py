@@ -51,6 +51,7 @@ class VocReport:
     classes: List[VocClassResult]
     inputs: dict = field(default_factory=dict)
     engine: Optional[dict] = None  # how it ran, when not in one process (deteval.distributed)
+    uncertainty: Optional[dict] = None  # image-bootstrap intervals (deteval.bootstrap)
 
     protocol = "voc"
 
@@ -68,13 +69,17 @@ class VocReport:
                 "num_classes_in_mAP": sum(c.ap is not None for c in self.classes),
                 "classes": [c.to_dict() for c in self.classes],
                 "inputs": dict(self.inputs),
-                **({"engine": dict(self.engine)} if self.engine is not None else {})}
+                **({"engine": dict(self.engine)} if self.engine is not None else {}),
+                **({"uncertainty": self.uncertainty} if self.uncertainty is not None else {})}
 
     def format_table(self) -> str:
         """A fixed-width table: one row per class, then the mAP."""
         width = max([len("class")] + [len(c.name) for c in self.classes])
         head = (f"{'class':<{width}}  {'AP':>7}  {'GT':>6}  {'diff':>5}  {'dets':>7}  "
                 f"{'TP':>6}  {'FP':>7}  {'ignored':>7}")
+        u = self.uncertainty
+        if u is not None:
+            head += f"  {_interval_title(u)}"
         rows = [head, "-" * len(head)]
         notes = []
         for c in self.classes:
@@ -83,11 +88,16 @@ class VocReport:
             if c.note:
                 notes.append(f"{c.name}: {c.note}")
                 mark = " *"
+            iv = ""
+            if u is not None:
+                iv = "  " + _interval_text((u["per_class_intervals"].get(c.name) or {}).get("AP"))
             rows.append(f"{c.name:<{width}}  {ap:>7}  {c.num_gt:>6}  {c.num_difficult:>5}  "
-                        f"{c.num_detections:>7}  {c.tp:>6}  {c.fp:>7}  {c.ignored:>7}{mark}")
+                        f"{c.num_detections:>7}  {c.tp:>6}  {c.fp:>7}  {c.ignored:>7}{iv}{mark}")
         rows.append("-" * len(head))
         n_in = sum(c.ap is not None for c in self.classes)
         m = "-" if self.mAP is None else f"{self.mAP:.4f}"
+        if u is not None:
+            m += " " + _interval_text(u["intervals"].get("mAP"))
         rows.append(f"{'mAP':<{width}}  {m:>7}  ({self.metric}, IoU {self.iou_threshold:g}, "
                     f"{self.compat}, {n_in} of {len(self.classes)} classes)")
         if notes:
@@ -99,6 +109,8 @@ class VocReport:
             rows.append("")
             rows.append(f"note: {len(unused)} result file(s) match no evaluated class and were "
                         f"not read: {shown}")
+        if u is not None:
+            rows += ["", _interval_note(u)]
         return "\n".join(rows)
 
 
@@ -141,6 +153,7 @@ class CocoReport:
     notes: List[str] = field(default_factory=list)  # why figures are undefined
     iou_type: str = "bbox"
     tide: Optional[dict] = None  # --tide: deteval.diagnostics.tide (report["tide"])
+    uncertainty: Optional[dict] = None  # image-bootstrap intervals (deteval.bootstrap)
 
     protocol = "coco"
 
@@ -155,6 +168,8 @@ class CocoReport:
             d["engine"] = dict(self.engine)
         if self.tide is not None:
             d["tide"] = dict(self.tide)
+        if self.uncertainty is not None:
+            d["uncertainty"] = self.uncertainty
         return d
 
     def format_table(self) -> str:
@@ -164,9 +179,11 @@ class CocoReport:
         thr = p.get("iou_thresholds", [])
         span = (f"{thr[0]:.2f}:{thr[-1]:.2f}" if len(thr) > 1 else f"{thr[0]:.2f}") if thr else ""
         lines = [f"COCO {self.iou_type}  ({'OKS' if self.iou_type == 'keypoints' else 'IoU'} {span}, max dets {','.join(map(str, p.get('max_dets', [])))})"]
+        u = self.uncertainty
         for n in names:
             v = self.stats[n]
-            lines.append(f"  {n:<10} {'-' if v is None else f'{v:.4f}':>8}")
+            iv = "" if u is None else " " + _interval_text(u["intervals"].get(n))
+            lines.append(f"  {n:<10} {'-' if v is None else f'{v:.4f}':>8}{iv}")
         ar_max = [n for n in names if n == f"AR{p.get('max_dets', [0])[-1]}"
                   or (self.iou_type == "keypoints" and n == "AR")]
         per = [n for n in names if n.startswith("AP")] + ar_max
@@ -187,6 +204,8 @@ class CocoReport:
         if self.tide is not None:
             from .diagnostics.tide import format_tide_table
             lines += ["", format_tide_table(self.tide)]
+        if u is not None:
+            lines += ["", _interval_note(u)]
         return "\n".join(lines)
 
 
@@ -220,3 +239,24 @@ def coco_report(summary: CocoSummary, class_ids: Sequence[int], class_names: Seq
 def _range_suffixes(area_ranges) -> List[str]:
     short = {"small": "s", "medium": "m", "large": "l"}
     return [short.get(n, "_" + n) for n in area_ranges]
+
+
+# ------------------------------------------------------------------- uncertainty
+
+def _interval_text(iv) -> str:
+    """``[lo, hi]`` of a bootstrap interval, ``[-]`` when no replicate defines it."""
+    return "[-]" if iv is None else f"[{iv[0]:.4f}, {iv[1]:.4f}]"
+
+
+def _interval_title(u: dict) -> str:
+    return f"{100 * u['confidence']:g}% interval"
+
+
+def _interval_note(u: dict) -> str:
+    nulls = {k: v for k, v in u.get("null_replicates", {}).items() if v}
+    text = (f"[lo, hi]: {100 * u['confidence']:g}% image-bootstrap percentile interval "
+            f"({u['samples']} replicates, seed {u['seed']})")
+    if nulls:
+        text += "; replicates left out as undefined: " + ", ".join(
+            f"{k} {v}" for k, v in nulls.items())
+    return text

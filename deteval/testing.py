@@ -14,7 +14,7 @@ __all__ = ["assert_no_regression"]
 
 def assert_no_regression(baseline: ReportLike, candidate: ReportLike, *, max_drop: float = 0.0,
                          metrics: Optional[Sequence[str]] = None,
-                         per_class: bool = False) -> Comparison:
+                         per_class: bool = False, significant: bool = False) -> Comparison:
     """Fail (``AssertionError`` with the comparison table) if a figure dropped too much.
 
     ``baseline`` and ``candidate`` are report paths, dicts or report objects. Reports
@@ -22,7 +22,7 @@ def assert_no_regression(baseline: ReportLike, candidate: ReportLike, *, max_dro
     Returns the comparison when nothing regressed.
     """
     result = compare_reports(baseline, candidate, max_drop=max_drop, metrics=metrics,
-                             per_class=per_class)
+                             per_class=per_class, significant=significant)
     if not result.passed:
         raise AssertionError("\n" + result.format_table())
     return result
