@@ -491,6 +491,11 @@ def _run(args) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``deteval`` console script."""
     args = _parser().parse_args(argv)
+    import gc
+    gc_was_enabled = gc.isenabled()
+    # one short run over columnar arrays makes no reference cycles worth collecting, while
+    # the cyclic collector would rescan the millions of parsed JSON objects again and again
+    gc.disable()
     try:
         code = _run(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
@@ -506,6 +511,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # nothing more reaches the closed pipe
         return 141  # as a shell reports SIGPIPE
+    finally:
+        if gc_was_enabled:  # main() called from Python: leave the collector as it was
+            gc.enable()
 
 
 if __name__ == "__main__":  # pragma: no cover

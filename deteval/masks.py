@@ -140,9 +140,27 @@ def _mask_api():
     return mask_api
 
 
+def _run_list(counts: list) -> Optional[np.ndarray]:
+    """The uint32 runs of an uncompressed RLE's ``counts``, or None unless every item is an
+    integer (not a bool) in [0, 2^32)."""
+    if bool in map(type, counts):
+        return None
+    try:
+        arr = np.asarray(counts)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if arr.ndim != 1 or (arr.size and (arr.dtype.kind not in "iu" or arr.min() < 0
+                                       or arr.max() >= 2 ** 32)):
+        return None
+    return arr.astype(np.uint32)
+
+
 def _check_polygons(polys, polys_at, source, where) -> None:
     """InputError naming the first polygon pycocotools would misread."""
     for i, seg in zip(polys_at, polys):
+        if not seg or not all(isinstance(p, list) for p in seg):
+            raise InputError(expected("segmentation", "a list of polygons [[x1, y1, ...]] "
+                                      "or an RLE {size, counts}", seg), source, where(i))
         for p in seg:
             if len(p) % 2 or len(p) < 6 or not _finite_coordinates(p):
                 raise InputError(expected("segmentation polygon", "an even number (at least "
@@ -203,14 +221,12 @@ def masks_from_segmentations(segmentations: Sequence[Any], heights: np.ndarray,
 
     polys_at, polys = [], []
     for i, seg in enumerate(segmentations):
-        h, w = int(heights[i]), int(widths[i])
-        if isinstance(seg, list):
-            if not seg or not all(isinstance(p, list) for p in seg):
-                raise InputError(expected("segmentation", "a list of polygons [[x1, y1, ...]] "
-                                          "or an RLE {size, counts}", seg), source, where(i))
+        if isinstance(seg, list):  # polygons: checked where they are drawn
             polys_at.append(i)
             polys.append(seg)
-        elif isinstance(seg, dict) and "counts" in seg and "size" in seg:
+            continue
+        h, w = int(heights[i]), int(widths[i])
+        if isinstance(seg, dict) and "counts" in seg and "size" in seg:
             size = seg["size"]
             if (not isinstance(size, (list, tuple)) or len(size) != 2
                     or [int(v) if isinstance(v, int) else v for v in size] != [h, w]):
@@ -220,10 +236,8 @@ def masks_from_segmentations(segmentations: Sequence[Any], heights: np.ndarray,
             if isinstance(counts, (str, bytes)):
                 strings[i] = counts.encode("ascii", "replace") if isinstance(counts, str) \
                     else counts
-            elif isinstance(counts, list) and all(
-                    isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2 ** 32
-                    for v in counts):
-                direct[i] = np.array(counts, dtype=np.uint32)
+            elif isinstance(counts, list) and (runs := _run_list(counts)) is not None:
+                direct[i] = runs
             else:
                 raise InputError(expected("segmentation counts", "a compressed RLE string or a "
                                           "list of non-negative integers", counts), source,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-from typing import List, Optional, Union
+from typing import List, Optional, Tuple
 
 import msgspec
 import numpy as np
@@ -30,9 +30,9 @@ __all__ = ["load_ground_truth_geometry", "load_results_geometry", "IOU_TYPES"]
 # Typed schemas for the usual results file: msgspec decodes straight into these (several
 # times faster than generic dicts); anything unusual falls back to the generic reading,
 # which names the problem.
-class _Rle(msgspec.Struct, gc=False):
-    size: List[int]
-    counts: Union[str, List[int]]
+class _Rle(msgspec.Struct, gc=False):  # compressed (pycocotools' loadRes takes only these)
+    size: Tuple[int, int]
+    counts: str
 
 
 class _SegmResult(msgspec.Struct, gc=False):
@@ -40,7 +40,7 @@ class _SegmResult(msgspec.Struct, gc=False):
     category_id: int
     score: float
     segmentation: _Rle
-    bbox: Optional[List[float]] = None
+    bbox: Optional[Tuple[float, float, float, float]] = None
 
 
 class _KeypointResult(msgspec.Struct, gc=False):
@@ -184,12 +184,13 @@ def _typed_results(raw: bytes, gt: GroundTruth, iou_type: str, name: str):
     img = np.fromiter([r.image_id for r in recs], np.int64, n)
     cat = np.fromiter([r.category_id for r in recs], np.int64, n)
     scores = np.fromiter([r.score for r in recs], np.float64, n)
-    with_box = recs[0].bbox is not None and recs[0].bbox != []
+    with_box = recs[0].bbox is not None and len(recs[0].bbox) != 0
     boxes = np.zeros((n, 4))
     if with_box:
-        if any(r.bbox is None or len(r.bbox) != 4 for r in recs):
+        given = [r.bbox for r in recs]
+        if None in given or any(len(b) != 4 for b in given):  # segm: tuples of 4 already
             return None
-        boxes = np.fromiter(itertools.chain.from_iterable([r.bbox for r in recs]), np.float64,
+        boxes = np.fromiter(itertools.chain.from_iterable(given), np.float64,
                             4 * n).reshape(n, 4)
     if not (np.isfinite(scores).all() and np.isfinite(boxes).all()
             and (boxes[:, 2:] >= 0).all()):
@@ -198,14 +199,12 @@ def _typed_results(raw: bytes, gt: GroundTruth, iou_type: str, name: str):
     if iou_type == "segm":
         if gt.image_sizes is None:
             return None
-        sizes = np.array([r.segmentation.size for r in recs], dtype=object)
-        strings = [r.segmentation.counts for r in recs]
-        if sizes.ndim != 2 or sizes.shape[1] != 2 or not all(isinstance(c, str)
-                                                             for c in strings):
-            return None
+        segs = [r.segmentation for r in recs]  # sizes (h, w) and string counts, typed
+        sizes = np.fromiter(itertools.chain.from_iterable([g.size for g in segs]), np.int64,
+                            2 * n).reshape(n, 2)
+        strings = [g.counts for g in segs]
         h, w = gt.image_sizes[det.image_idx, 0], gt.image_sizes[det.image_idx, 1]
-        if not (np.array_equal(sizes[:, 0].astype(np.int64), h)
-                and np.array_equal(sizes[:, 1].astype(np.int64), w)):
+        if not (np.array_equal(sizes[:, 0], h) and np.array_equal(sizes[:, 1], w)):
             return None
         try:
             counts, lengths, totals, areas = _decode_strings(strings)
