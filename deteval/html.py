@@ -687,7 +687,7 @@ function DataTable(table){
     if(!th.classList.contains("sortable"))return;
     th.setAttribute("tabindex","0");
     function go(){
-      if(sortCol===i){sortDir=-sortDir;}else{sortCol=i;sortDir=th.getAttribute("data-type")==="text"?1:-1;}
+      if(sortCol===i){sortDir=-sortDir;}else{sortCol=i;sortDir=th.getAttribute("data-type")==="text"||th.getAttribute("data-first")==="ascending"?1:-1;}
       heads.forEach(function(h){h.removeAttribute("aria-sort");});
       th.setAttribute("aria-sort",sortDir>0?"ascending":"descending");
       var text=th.getAttribute("data-type")==="text";
@@ -958,8 +958,9 @@ def _classes_section(report: dict, page_size: int) -> str:
         heads.append('<th class="sortable" data-type="num">id</th>')
     heads.append('<th class="sortable name" data-type="text">class</th>')
     for k, h, kind in cols:
-        heads.append(f'<th class="sortable" data-type="num" data-col="{escape(k)}">'
-                     f'{escape(h)}</th>')
+        first = ' data-first="ascending"' if kind == "t" else ""  # rare, common, frequent
+        heads.append(f'<th class="sortable{" name" if kind == "t" else ""}" data-type="num" '
+                     f'data-col="{escape(k)}"{first}>{escape(h)}</th>')
     if best:
         heads += ['<th class="sortable" data-type="num" data-col="best_f1" title="best F1 over '
                   'score thresholds, IoU 0.5">best F1</th>',
