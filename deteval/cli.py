@@ -215,7 +215,7 @@ def _lvis_parser(sub) -> None:
                          f"{LVIS_MAX_DETS_PER_CLASS})")
     lv.add_argument("--json", metavar="PATH", help="also write the JSON report here (- for "
                     "standard output, the tables then go to standard error)")
-    lv.set_defaults(html=None)  # no HTML page for LVIS reports yet
+    _add_html_option(lv)
 
 
 # ------------------------------------------------------- bootstrap intervals (#16)

@@ -13,8 +13,9 @@ section appears only when the report has its data:
 section                   report key
 ========================  ==========================================================
 what was evaluated        ``protocol``, ``inputs``, ``params`` / ``metric``, version
-headline figures          ``stats`` (COCO) / ``mAP`` (VOC); ``uncertainty.intervals``
-per-class table           ``classes``; ``curves.best_f1``; ``uncertainty.per_class_intervals``
+headline figures          ``stats`` (COCO, LVIS) / ``mAP`` (VOC); ``uncertainty.intervals``
+per-class table           ``classes`` (LVIS: with ``frequency``, filterable by it);
+                          ``curves.best_f1``; ``uncertainty.per_class_intervals``
 precision-recall curves   ``curves`` (``recall``, ``iou.<t>.mean / per_class``)
 TIDE errors               ``tide`` (``main``, ``special``, ``counts``)
 confusion matrix          ``confusion`` (``classes``, ``matrix``: rows GT, columns predicted)
@@ -81,9 +82,10 @@ def coco_curves(precision: np.ndarray, iou_thresholds: Sequence[float],
 
     Parameters
     ----------
-    precision : ndarray, shape (T, R, K, A, M)
+    precision : ndarray, shape (T, R, K, A, M) or (T, R, K, A)
         ``CocoReport.precision``: interpolated precision, NaN where a class has no
-        non-ignored ground truth (pycocotools' -1).
+        non-ignored ground truth (pycocotools' -1); or ``LvisReport.precision`` (one
+        max-detections setting, no M axis).
     iou_thresholds : sequence of float, length T
     class_names : sequence of str, length K
     recall_thresholds : ndarray, shape (R,), optional
@@ -101,6 +103,8 @@ def coco_curves(precision: np.ndarray, iou_thresholds: Sequence[float],
         None when no requested threshold was evaluated.
     """
     precision = np.asarray(precision, dtype=np.float64)
+    if precision.ndim == 4:  # LVIS: a single max-detections setting
+        precision = precision[..., None]
     T, R, K = precision.shape[:3]
     rec = np.linspace(0, 1, R) if recall_thresholds is None else np.asarray(recall_thresholds)
     thr = np.asarray(list(iou_thresholds), dtype=np.float64)
@@ -258,7 +262,20 @@ def _class_columns(report: dict) -> List[Tuple[str, str, str]]:
             if k not in ("id", "name") and k not in keys and (v is None or isinstance(
                     v, (int, float))):
                 keys.append(k)
+    if report.get("protocol") == "lvis":  # counts as counts, the frequency group first
+        counts = {"num_gt": "GT", "num_results": "results"}
+        cols = [(k, k, "f") for k in keys if k not in counts]
+        cols += [(k, h, "i") for k, h in counts.items() if k in keys]
+        if any("frequency" in row for row in classes):
+            cols.insert(0, ("frequency", "frequency", "t"))
+        return cols
     return [(k, k, "f") for k in keys]
+
+
+#: LVIS frequency groups (``classes[i]["frequency"]``), in their sort order.
+_FREQUENCIES = {"r": "rare", "c": "common", "f": "frequent"}
+#: Their colours in the AP-by-class chart (Okabe & Ito).
+_FREQUENCY_COLORS = {"r": "#D55E00", "c": "#E69F00", "f": "#0072B2"}
 
 
 def _headline_key(report: dict) -> str:
@@ -385,7 +402,9 @@ def report_markdown(report: dict) -> str:
               "|---|" + "---:|" * len(cols)]
     for c in report.get("classes") or []:
         name = str(c.get("name")).replace("|", "\\|")
-        vals = [(_fmt_int(c.get(k)) if kind == "i" else _fmt(c.get(k))) for k, _, kind in cols]
+        vals = [(_fmt_int(c.get(k)) if kind == "i" else
+                 str(c.get(k) if c.get(k) is not None else "–") if kind == "t" else
+                 _fmt(c.get(k))) for k, _, kind in cols]
         lines.append(f"| {name} | " + " | ".join(vals) + " |")
     return "\n".join(lines) + "\n"
 
@@ -660,13 +679,15 @@ function DataTable(table){
   var filter=document.querySelector('[data-filter-for="'+id+'"]');
   var pager=document.querySelector('[data-pager-for="'+id+'"]');
   var size=parseInt(table.getAttribute("data-page-size")||"50",10), page=0, q="";
-  var sortCol=-1, sortDir=1;
+  var sortCol=-1, sortDir=1, facets={};
+  Array.prototype.forEach.call(document.querySelectorAll('[data-facet-for="'+id+'"]'),function(s){
+    s.addEventListener("change",function(){facets[s.getAttribute("data-facet")]=s.value;page=0;self.render();});});
   var heads=Array.prototype.slice.call(table.tHead.rows[0].cells);
   heads.forEach(function(th,i){
     if(!th.classList.contains("sortable"))return;
     th.setAttribute("tabindex","0");
     function go(){
-      if(sortCol===i){sortDir=-sortDir;}else{sortCol=i;sortDir=th.getAttribute("data-type")==="text"?1:-1;}
+      if(sortCol===i){sortDir=-sortDir;}else{sortCol=i;sortDir=th.getAttribute("data-type")==="text"||th.getAttribute("data-first")==="ascending"?1:-1;}
       heads.forEach(function(h){h.removeAttribute("aria-sort");});
       th.setAttribute("aria-sort",sortDir>0?"ascending":"descending");
       var text=th.getAttribute("data-type")==="text";
@@ -685,6 +706,7 @@ function DataTable(table){
   });
   if(filter){filter.addEventListener("input",function(){q=filter.value.trim().toLowerCase();page=0;self.render();});}
   this.matching=function(){return rows.filter(function(r){
+    for(var f in facets){if(facets[f]&&r.getAttribute("data-"+f)!==facets[f])return false;}
     return !q||(r.getAttribute("data-name")||"").toLowerCase().indexOf(q)>=0;});};
   this.visible=[];
   this.render=function(){
@@ -776,7 +798,10 @@ def _meta_section(report: dict, generated_at: Optional[str], extra: Sequence = (
               "annotations": "annotations", "imageset": "image set",
               "detections": "detections", "num_images": "images",
               "num_detections": "detections (count)",
-              "ground_truth_sha256": "ground truth fingerprint"}
+              "ground_truth_sha256": "ground truth fingerprint",
+              "num_results": "results (count)",
+              "num_results_kept": "results kept by the cap",
+              "num_results_evaluated": "results evaluated (federated filter)"}
     for k, v in inputs.items():
         if v is None or k == "unused_detection_files":
             continue
@@ -787,6 +812,8 @@ def _meta_section(report: dict, generated_at: Optional[str], extra: Sequence = (
         rows.append(("protocol", f"PASCAL VOC ({escape(str(report.get('metric')))}, "
                      f"{escape(str(report.get('compat')))} rules)"))
         rows.append(("IoU threshold", escape(f"{report.get('iou_threshold')}")))
+    elif proto == "lvis":
+        rows += _lvis_meta_rows(report)
     else:
         p = report.get("params") or {}
         rows.append(("protocol", f"COCO ({escape(str(report.get('iou_type', 'bbox')))}, "
@@ -830,6 +857,54 @@ def _meta_section(report: dict, generated_at: Optional[str], extra: Sequence = (
             f"{note}</section>")
 
 
+def _lvis_meta_rows(report: dict) -> List[Tuple[str, str]]:
+    """What-was-evaluated rows of an LVIS report (escaped HTML)."""
+    p = report.get("params") or {}
+    iou_type = escape(str(report.get("iou_type", "bbox")))
+    if p.get("fixed"):
+        rows = [("protocol", f"LVIS Fixed AP ({iou_type}; Dave et al. 2021, lvis-api 0.5.3 "
+                 "matching)")]
+    else:
+        rows = [("protocol", f"LVIS federated ({iou_type}, lvis-api 0.5.3 LVISEval "
+                 "semantics)")]
+    thr = p.get("iou_thresholds") or []
+    if thr:
+        rows.append(("IoU", escape(f"{thr[0]:.2f}:{thr[-1]:.2f} ({len(thr)} thresholds)"
+                                   if len(thr) > 1 else f"{thr[0]:.2f}")))
+    if p.get("area_ranges"):
+        rows.append(("area ranges", escape(", ".join(
+            f"{n} {lo:g}–{hi:g}" for n, (lo, hi) in p["area_ranges"].items()))))
+    if p.get("fixed"):
+        cap = p.get("max_dets_per_class")
+        rows.append(("max results", escape(
+            "no per-image cap; " + (f"at most {cap:,} per class over the dataset"
+                                    if isinstance(cap, int) else "no per-class cap"))))
+    elif isinstance(p.get("max_dets"), int):
+        rows.append(("max results", escape(f"{p['max_dets']:,} per image (highest scores, "
+                                           "over all its classes)")))
+    groups = _frequency_counts(report)
+    if groups:
+        rows.append(("frequency groups", escape(" · ".join(
+            f"{_FREQUENCIES.get(code, code)} {n:,} classes ({with_gt:,} with ground truth)"
+            for code, (n, with_gt) in groups.items()))))
+    return rows
+
+
+def _frequency_counts(report: dict) -> Dict[str, Tuple[int, int]]:
+    """{frequency code: (classes, classes with a defined AP)}, in r, c, f order."""
+    out: Dict[str, List[int]] = {}
+    for c in report.get("classes") or []:
+        f = c.get("frequency")
+        if f is None:
+            continue
+        n = out.setdefault(str(f), [0, 0])
+        n[0] += 1
+        n[1] += _num(c.get("AP")) is not None
+    order = {k: i for i, k in enumerate(_FREQUENCIES)}
+    return {k: (v[0], v[1]) for k, v in sorted(out.items(), key=lambda kv: (
+        order.get(kv[0], len(order)), kv[0]))}
+
+
 def _headline_section(report: dict) -> str:
     figs = _figures(report)
     iv = _intervals(report)
@@ -849,6 +924,16 @@ def _headline_section(report: dict) -> str:
         n_in = report.get("num_classes_in_mAP", sum(c.get("ap") is not None for c in classes))
         extra = (f'<p class="note">mean over {n_in} of {len(classes)} classes '
                  f'({escape(str(report.get("metric")))}, IoU {report.get("iou_threshold")})</p>')
+    elif report.get("protocol") == "lvis":
+        groups = _frequency_counts(report)
+        p = report.get("params") or {}
+        cap = ("no per-image cap (Fixed AP)" if p.get("fixed") else
+               f"at most {p.get('max_dets')} results per image")
+        extra = ('<p class="note">APr, APc, APf: AP over the '
+                 + escape(", ".join(f"{_FREQUENCIES.get(k, k)} ({n} classes)"
+                                    for k, (n, _) in groups.items()))
+                 + f' classes; AR: recall averaged over IoU 0.50:0.95, {escape(cap)}. '
+                 '– : undefined (no ground truth counted; lvis-api prints -1).</p>')
     chart = ""
     with_iv = [k for k in figs if k in iv]
     if with_iv:
@@ -873,8 +958,9 @@ def _classes_section(report: dict, page_size: int) -> str:
         heads.append('<th class="sortable" data-type="num">id</th>')
     heads.append('<th class="sortable name" data-type="text">class</th>')
     for k, h, kind in cols:
-        heads.append(f'<th class="sortable" data-type="num" data-col="{escape(k)}">'
-                     f'{escape(h)}</th>')
+        first = ' data-first="ascending"' if kind == "t" else ""  # rare, common, frequent
+        heads.append(f'<th class="sortable{" name" if kind == "t" else ""}" data-type="num" '
+                     f'data-col="{escape(k)}"{first}>{escape(h)}</th>')
     if best:
         heads += ['<th class="sortable" data-type="num" data-col="best_f1" title="best F1 over '
                   'score thresholds, IoU 0.5">best F1</th>',
@@ -892,6 +978,12 @@ def _classes_section(report: dict, page_size: int) -> str:
                        f'{escape(str(c.get("id", "")))}</td>')
         tds.append(f'<td class="name">{escape(name)}</td>')
         for k, _, kind in cols:
+            if kind == "t":  # the LVIS frequency group: sorts r < c < f
+                f = c.get(k)
+                rank = list(_FREQUENCIES).index(f) if f in _FREQUENCIES else ""
+                tds.append(f'<td data-v="{rank}" class="name">'
+                           f'{escape(_FREQUENCIES.get(f, "–" if f is None else str(f)))}</td>')
+                continue
             v = _num(c.get(k))
             dv = "" if v is None else repr(v)
             if kind == "i":
@@ -915,12 +1007,14 @@ def _classes_section(report: dict, page_size: int) -> str:
                                                 else f"{v:.{digits}f}"))
                 tds.append(f'<td data-v="{"" if v is None else repr(v)}">{escape(shown)}</td>')
         label = "AP" if hk == "ap" else hk
-        body.append(f'<tr data-name="{escape(name)}" data-headline="{label} {_fmt(hv, 3)}">'
-                    f'{"".join(tds)}</tr>')
+        freq = (f' data-frequency="{escape(str(c.get("frequency")))}"'
+                if c.get("frequency") is not None else "")
+        body.append(f'<tr data-name="{escape(name)}"{freq} data-headline="{label} '
+                    f'{_fmt(hv, 3)}">{"".join(tds)}</tr>')
     controls = ('<div class="controls"><input type="search" id="classes-filter" '
                 'data-filter-for="classes" placeholder="filter classes by name" '
-                'aria-label="filter classes by name">'
-                '<span data-pager-for="classes"><button class="prev" type="button">‹ prev'
+                'aria-label="filter classes by name">' + _frequency_facet(report)
+                + '<span data-pager-for="classes"><button class="prev" type="button">‹ prev'
                 '</button> <span class="info"></span> <button class="next" type="button">next ›'
                 '</button> <label>rows per page <select>'
                 + "".join(f'<option value="{n}">{"all" if n == 0 else n}</option>'
@@ -935,13 +1029,30 @@ def _classes_section(report: dict, page_size: int) -> str:
                  " (an operating point to deploy at).")
     if ci:
         note += " Brackets: bootstrap interval."
+    if report.get("protocol") == "lvis":
+        note = note.replace("pycocotools prints -1", "lvis-api prints -1")
+        note += (" Frequency: the LVIS group of the class (rare: 1-10 training images, "
+                 "common: 11-100, frequent: more); choose one above.")
     return (f'<section id="classes-section"><h2>Per class ({len(classes)})</h2>{controls}'
             f'<div class="tablewrap"><table class="dt" id="classes" data-page-size="{page_size}">'
             f'<thead><tr>{"".join(heads)}</tr></thead><tbody>{"".join(body)}</tbody></table>'
             f'</div><p class="note">{escape(note)}</p></section>')
 
 
+def _frequency_facet(report: dict) -> str:
+    """The frequency-group filter of the class table (LVIS), or ''."""
+    groups = _frequency_counts(report)
+    if not groups:
+        return ""
+    opts = "".join(f'<option value="{escape(k)}">{escape(_FREQUENCIES.get(k, k))} ({n:,})'
+                   f'</option>' for k, (n, _) in groups.items())
+    return ('<select id="classes-frequency" data-facet-for="classes" data-facet="frequency" '
+            f'aria-label="filter classes by frequency group"><option value="">every frequency'
+            f'</option>{opts}</select>')
+
+
 def _ap_chart(report: dict, ci: dict, hk: str) -> str:
+    freq = {str(c.get("name")): c.get("frequency") for c in report.get("classes") or []}
     rows = [(str(c.get("name")), _num(c.get(hk))) for c in report.get("classes") or []]
     rows = [r for r in rows if r[1] is not None]
     if len(rows) < 2:
@@ -957,10 +1068,18 @@ def _ap_chart(report: dict, ci: dict, hk: str) -> str:
     items = []
     for name, v in rows:
         iv = _class_interval(ci, name, hk) if v is not None else None
+        f = freq.get(name) if v is not None else None
         items.append({"label": name if len(name) <= 24 else name[:23] + "…", "value": v,
-                      "interval": iv, "note": "" if v is None else f"{v:.3f}"})
+                      "interval": iv, "color": _FREQUENCY_COLORS.get(f),
+                      "note": "" if v is None else f"{v:.3f}"
+                      + (f" ({_FREQUENCIES[f]})" if f in _FREQUENCIES else "")})
     lw = min(190, 14 + 6.6 * max(len(i["label"]) for i in items))
-    return (f'<h3 style="margin-top:0">{escape(title)}</h3>'
+    legend = ""
+    if any(i["color"] for i in items):
+        legend = ('<p class="note">' + " ".join(
+            f'<span class="swatch" style="border-color:{c};border-top-width:8px"></span>'
+            f'{escape(_FREQUENCIES[k])}' for k, c in _FREQUENCY_COLORS.items()) + "</p>")
+    return (f'<h3 style="margin-top:0">{escape(title)}</h3>{legend}'
             + _hbar_svg(items, width=600, label_width=lw, domain=1.0))
 
 
@@ -988,10 +1107,17 @@ def _overview_section(report: dict) -> str:
     mean_svg = _pr_svg(recall, series, title="mean over classes",
                        background=faint if 2 <= len(faint) <= 100 else None,
                        background_label=f"each class, IoU {ious[0]}")
-    origin = ("the precision envelope at 101 recall points"
-              if report.get("protocol") == "voc" else
-              "COCOeval's interpolated precision at its 101 recall thresholds (area all, max "
-              "dets " + str(((report.get("params") or {}).get("max_dets") or [100])[-1]) + ")")
+    p = report.get("params") or {}
+    if report.get("protocol") == "voc":
+        origin = "the precision envelope at 101 recall points"
+    elif report.get("protocol") == "lvis":
+        origin = ("lvis-api's interpolated precision at its 101 recall thresholds (area all, "
+                  + ("Fixed AP" if p.get("fixed") else f"max {p.get('max_dets')} results per "
+                     "image") + ")")
+    else:
+        md = p.get("max_dets") or [100]
+        origin = ("COCOeval's interpolated precision at its 101 recall thresholds (area all, "
+                  "max dets " + str(md[-1] if isinstance(md, list) else md) + ")")
     area = ("" if report.get("protocol") == "voc" else
             "; its mean over the recall thresholds is the AP at that IoU (AP50, AP75)")
     note = (f'<p class="note" style="max-width:420px">Curves are {escape(origin)}. The mean is '
@@ -1190,7 +1316,8 @@ def render_report(report: dict, *, generated_at: Optional[str] = None,
     Parameters
     ----------
     report : dict
-        A JSON report (``CocoReport.to_dict()`` / ``VocReport.to_dict()``, possibly with
+        A JSON report (``CocoReport.to_dict()`` / ``VocReport.to_dict()`` /
+        ``LvisReport.to_dict()``, possibly with
         the diagnostics keys ``curves``, ``tide``, ``confusion``, ``images`` and
         ``uncertainty``). Sections whose key is absent are left out.
     generated_at : str, optional
@@ -1207,7 +1334,9 @@ def render_report(report: dict, *, generated_at: Optional[str] = None,
     """
     proto = report.get("protocol")
     inputs = report.get("inputs") or {}
-    what = "PASCAL VOC" if proto == "voc" else f"COCO {report.get('iou_type', 'bbox')}"
+    what = ("PASCAL VOC" if proto == "voc" else
+            f"LVIS {report.get('iou_type', 'bbox')}" if proto == "lvis" else
+            f"COCO {report.get('iou_type', 'bbox')}")
     src = inputs.get("results") or inputs.get("detections") or ""
     if title is None:
         title = f"deteval · {what}" + (f" · {str(src).rstrip('/').split('/')[-1]}" if src else "")
@@ -1218,7 +1347,9 @@ def render_report(report: dict, *, generated_at: Optional[str] = None,
                 + (f" · {inputs['num_images']:,} images" if isinstance(
                     inputs.get("num_images"), int) else "")
                 + (f" · {inputs['num_detections']:,} detections" if isinstance(
-                    inputs.get("num_detections"), int) else ""))
+                    inputs.get("num_detections"), int) else "")
+                + (f" · {inputs['num_results']:,} results" if isinstance(
+                    inputs.get("num_results"), int) else ""))
     body, nav = [], []
 
     def add(anchor, label, html_text):

@@ -6,6 +6,7 @@
 ``pr_mean.<fmt>``              mean precision-recall curve at each IoU in ``curves``
 ``pr_per_class_NN.<fmt>``      per-class curves, small multiples, 30 classes a file
 ``ap_per_class.<fmt>``         AP by class, sorted, bootstrap intervals as error bars
+                               (LVIS: bars hatched by frequency group)
 ``figures.<fmt>``              headline figures with their intervals (``uncertainty``)
 ``tide.<fmt>``                 TIDE dAP bars (``tide``)
 ``confusion.<fmt>``            confusion heatmap with counts (``confusion``)
@@ -36,6 +37,9 @@ _STYLES = [dict(color="#0072B2", linestyle="-", marker="o"),
            dict(color="#009E73", linestyle=":", marker="^"),
            dict(color="#CC79A7", linestyle="-.", marker="D")]
 _HATCHES = ["//", "\\\\", "xx", "..", "oo", "--", "++", "**"]
+#: LVIS frequency groups in the AP-by-class figure: (label, fill, hatch), print-safe.
+_FREQ_STYLE = {"r": ("rare", "#ffffff", "xx"), "c": ("common", "#d9d9d9", ".."),
+               "f": ("frequent", "#8c8c8c", "//")}
 
 
 def _matplotlib():
@@ -177,9 +181,20 @@ def write_figures(report: dict, out_dir: str, fmt: str = "png",
             err = np.array([vals - np.array(lo), np.array(hi) - vals]).clip(min=0)
         fig, ax = plt.subplots(figsize=(5.0, 0.8 + 0.17 * len(shown)))
         y = np.arange(len(shown))
-        ax.barh(y, vals, xerr=err, color="#bfbfbf", edgecolor="black", linewidth=0.5,
-                hatch="//", error_kw=dict(ecolor="black", capsize=2, linewidth=0.8),
-                label="AP" + (" with bootstrap interval" if ci else ""))
+        freq = {str(c.get("name")): c.get("frequency") for c in report.get("classes") or []}
+        groups = np.array([str(freq.get(n)) for n in labels])
+        bar_kw = dict(edgecolor="black", linewidth=0.5,
+                      error_kw=dict(ecolor="black", capsize=2, linewidth=0.8))
+        if np.isin(groups, list(_FREQ_STYLE)).any():  # LVIS: one hatch per frequency group
+            for code, (group, color, hatch) in _FREQ_STYLE.items():
+                sel = np.flatnonzero(groups == code)
+                if sel.size:
+                    ax.barh(y[sel], vals[sel], xerr=None if err is None else err[:, sel],
+                            color=color, hatch=hatch, label=group + (
+                                " (bootstrap interval)" if ci else ""), **bar_kw)
+        else:
+            ax.barh(y, vals, xerr=err, color="#bfbfbf", hatch="//",
+                    label="AP" + (" with bootstrap interval" if ci else ""), **bar_kw)
         ax.set_yticks(y, labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
