@@ -879,8 +879,9 @@ foreground_span(const uint32_t *runs, Py_ssize_t n, uint64_t *lo, uint64_t *hi)
  * image (the caller checks sizes).
  * Only the pixels where both masks can have foreground are walked (the span from the later
  * first foreground run to the earlier last one): i is counted there, and u = area_a + area_b - i
- * is the same integer as pycocotools' pixel count. Runs with the GIL held: nothing the caller
- * owns is read unlocked. */
+ * is the same integer as pycocotools' pixel count. The pair loop runs without the GIL on
+ * private copies of the indices; the runs and areas are only read (a caller mutating them
+ * meanwhile gets wrong figures, never an out-of-bounds read). */
 /* argument positions of rle_iou */
 enum {
     R_COUNTS_A = 0, R_OFFSETS_A, R_AREAS_A, R_COUNTS_B, R_OFFSETS_B, R_AREAS_B, R_PAIR_A,
@@ -984,6 +985,9 @@ rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
     if (!out)
         goto done;
     iou = (double *)PyByteArray_AS_STRING(out);
+    /* the loop touches no Python object (the index arrays are private copies), so other
+     * threads may run: deteval.masks splits large batches over threads */
+    Py_BEGIN_ALLOW_THREADS
     for (p = 0; p < np_; p++) {
         int64_t a = pa[p], g = pb[p];
         const uint32_t *ra = cnta + offa[a], *rb = cntb + offb[g];
@@ -1016,6 +1020,7 @@ rle_iou(PyObject *self, PyObject *args, PyObject *kwargs)
             iou[p] = (double)inter / (double)(crowd[p] ? (uint64_t)area[a]
                                               : (uint64_t)area[a] + (uint64_t)arb[g] - inter);
     }
+    Py_END_ALLOW_THREADS
 done:
     free(span);
     for (k = 0; k < N_RLE_IOU_ARGS; k++)

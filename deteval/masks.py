@@ -18,6 +18,7 @@ References
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -355,6 +356,9 @@ def masks_from_arrays(masks: Any) -> MaskSet:
                    widths=np.full(n, w, dtype=np.int64), areas=areas)
 
 
+_PARALLEL_PAIRS = 20000  # mask pairs above which the IoUs are split over threads
+
+
 def rle_pair_ious(masks_a: MaskSet, masks_b: MaskSet, pair_a: np.ndarray, pair_b: np.ndarray,
                   crowd_b: np.ndarray) -> np.ndarray:
     """IoU of mask ``masks_a[pair_a[p]]`` (a detection) with ``masks_b[pair_b[p]]`` (ground
@@ -376,16 +380,29 @@ def rle_pair_ious(masks_a: MaskSet, masks_b: MaskSet, pair_a: np.ndarray, pair_b
     """
     if _kernels is None:
         return rle_pair_ious_reference(masks_a, masks_b, pair_a, pair_b, crowd_b)
-    out = _kernels.rle_iou(np.ascontiguousarray(masks_a.counts, dtype=np.uint32),
-                           np.ascontiguousarray(masks_a.offsets, dtype=np.int64),
-                           np.ascontiguousarray(masks_a.areas, dtype=np.int64),
-                           np.ascontiguousarray(masks_b.counts, dtype=np.uint32),
-                           np.ascontiguousarray(masks_b.offsets, dtype=np.int64),
-                           np.ascontiguousarray(masks_b.areas, dtype=np.int64),
-                           np.ascontiguousarray(pair_a, dtype=np.int64),
-                           np.ascontiguousarray(pair_b, dtype=np.int64),
-                           np.ascontiguousarray(crowd_b, dtype=bool).view(np.uint8))
-    return np.frombuffer(out, dtype=np.float64)
+    sets = (np.ascontiguousarray(masks_a.counts, dtype=np.uint32),
+            np.ascontiguousarray(masks_a.offsets, dtype=np.int64),
+            np.ascontiguousarray(masks_a.areas, dtype=np.int64),
+            np.ascontiguousarray(masks_b.counts, dtype=np.uint32),
+            np.ascontiguousarray(masks_b.offsets, dtype=np.int64),
+            np.ascontiguousarray(masks_b.areas, dtype=np.int64))
+    pair_a = np.ascontiguousarray(pair_a, dtype=np.int64)
+    pair_b = np.ascontiguousarray(pair_b, dtype=np.int64)
+    crowd = np.ascontiguousarray(crowd_b, dtype=bool).view(np.uint8)
+
+    def part(lo, hi):
+        return np.frombuffer(_kernels.rle_iou(*sets, pair_a[lo:hi], pair_b[lo:hi],
+                                              crowd[lo:hi]), dtype=np.float64)
+
+    n = pair_a.shape[0]
+    workers = min(os.cpu_count() or 1, 4)
+    if workers < 2 or n < _PARALLEL_PAIRS:
+        return part(0, n)
+    from concurrent.futures import ThreadPoolExecutor
+    bounds = np.linspace(0, n, workers + 1).astype(np.int64)  # the kernel drops the GIL
+    with ThreadPoolExecutor(workers) as pool:
+        parts = list(pool.map(part, bounds[:-1], bounds[1:]))
+    return np.concatenate(parts)
 
 
 def _dense(masks: MaskSet, j: int) -> np.ndarray:

@@ -67,6 +67,24 @@ def test_rle_iou_equals_reference(h, w, n, seed):
                           dm.rle_pair_ious_reference(ms, ms, pa, pb, crowd))
 
 
+def test_rle_iou_split_over_threads_equals_one_call(monkeypatch):
+    """Large batches of mask pairs are split over threads (the kernel drops the GIL): the
+    same IoUs, in the same order, as one call."""
+    rng = np.random.default_rng(7)
+    arrs = (rng.random((40, 23, 17)) < 0.4).astype(np.uint8)
+    ms = dm.masks_from_arrays(arrs)
+    pa, pb = rng.integers(0, 40, 5001), rng.integers(0, 40, 5001)
+    crowd = rng.random(5001) < 0.2
+    monkeypatch.setattr(dm, "_PARALLEL_PAIRS", 10 ** 9)
+    one = dm.rle_pair_ious(ms, ms, pa, pb, crowd)
+    monkeypatch.setattr(dm, "_PARALLEL_PAIRS", 1)
+    monkeypatch.setattr(dm.os, "cpu_count", lambda: 3)
+    split = dm.rle_pair_ious(ms, ms, pa, pb, crowd)
+    assert np.array_equal(one, split)
+    assert np.array_equal(one[:50], dm.rle_pair_ious_reference(ms, ms, pa[:50], pb[:50],
+                                                               crowd[:50]))
+
+
 def _random_polygons(rng, small):
     """An object of one to three polygons on an image of random size: coordinates anywhere
     (outside the image too), on the pixel grid, on tenths of it, with repeated vertices."""
