@@ -717,9 +717,7 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
     const char **text = NULL;
     Py_ssize_t *text_len = NULL;
     uint32_t *buf;
-    int64_t *lens, *pix, *fg, err_x = 0;
-    int err = 0;
-    Py_ssize_t err_i = 0, err_p = 0, err_m = 0;
+    int64_t *lens, *pix, *fg;
     (void)self;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:rle_decode", kwlist, &seq))
         return NULL;
@@ -759,10 +757,7 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
     lens = (int64_t *)PyByteArray_AS_STRING(lengths);
     pix = (int64_t *)PyByteArray_AS_STRING(totals_o);
     fg = (int64_t *)PyByteArray_AS_STRING(areas_o);
-    /* the strings are immutable and held by `fast`: decode them without the GIL (threads
-     * of deteval.masks decode parts of a large batch at once); the first error is kept */
-    Py_BEGIN_ALLOW_THREADS
-    for (i = 0; i < n && !err; i++) {
+    for (i = 0; i < n; i++) {
         const unsigned char *s = (const unsigned char *)text[i];
         Py_ssize_t len = text_len[i], p = 0, m = 0;
         uint32_t *run = buf + total;
@@ -778,13 +773,16 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
                 x = 0;
                 while (more) {
                     if (p >= len || k > 12) {
-                        err = 1;  /* truncated */
-                        break;
+                        PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: truncated count",
+                                     i);
+                        goto done;
                     }
                     c = s[p] - 48;
                     if (c < 0 || c > 63) {
-                        err = 2;  /* not a count digit */
-                        break;
+                        PyErr_Format(PyExc_ValueError,
+                                     "rle_decode: string %zd: character %zd is not a count "
+                                     "digit", i, p);
+                        goto done;
                     }
                     x |= (int64_t)(c & 0x1f) << (5 * k);
                     more = c & 0x20;
@@ -793,15 +791,13 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
                     if (!more && (c & 0x10))
                         x |= (int64_t)(-1) * ((int64_t)1 << (5 * k));
                 }
-                if (err)
-                    break;
             }
             if (m > 2)
                 x += (int64_t)run[m - 2];
             if (x < 0 || x > (int64_t)UINT32_MAX) {
-                err = 3;  /* a count outside [0, 2^32) */
-                err_x = x;
-                break;
+                PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: run %zd is %lld", i, m,
+                             (long long)x);
+                goto done;
             }
             run[m] = (uint32_t)x;
             sum += x;
@@ -809,31 +805,10 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
                 sum_fg += x;
             m++;
         }
-        if (err) {
-            err_i = i;
-            err_p = p;
-            err_m = m;
-            break;
-        }
         lens[i] = m;
         pix[i] = sum;
         fg[i] = sum_fg;
         total += m;
-    }
-    Py_END_ALLOW_THREADS
-    if (err == 1) {
-        PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: truncated count", err_i);
-        goto done;
-    }
-    if (err == 2) {
-        PyErr_Format(PyExc_ValueError,
-                     "rle_decode: string %zd: character %zd is not a count digit", err_i, err_p);
-        goto done;
-    }
-    if (err == 3) {
-        PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: run %zd is %lld", err_i, err_m,
-                     (long long)err_x);
-        goto done;
     }
     if (PyByteArray_Resize(counts, total * sizeof(uint32_t)) < 0)
         goto done;

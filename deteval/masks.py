@@ -30,9 +30,6 @@ from .errors import InputError, expected
 __all__ = ["MaskSet", "decode_rle_string", "masks_from_segmentations", "masks_from_arrays",
            "rle_pair_ious", "rle_pair_ious_reference"]
 
-_PARALLEL_PAIRS = 20000  # mask pairs above which the IoUs are split over threads
-_PARALLEL_STRINGS = 20000  # compressed masks above which decoding is split over threads
-
 
 @dataclass(frozen=True)
 class MaskSet:
@@ -115,19 +112,9 @@ def decode_rle_string(s: bytes) -> np.ndarray:
 def _decode_strings(strings: List[bytes]):
     """``(counts, lengths, totals, areas)`` of compressed strings (compiled when built)."""
     if _kernels is not None:
-        n = len(strings)
-        workers = min(os.cpu_count() or 1, 4)
-        if workers < 2 or n < _PARALLEL_STRINGS:
-            parts = [_kernels.rle_decode(strings)]
-        else:  # the kernel decodes without the GIL: parts of the batch at once
-            from concurrent.futures import ThreadPoolExecutor
-            bounds = np.linspace(0, n, workers + 1).astype(np.int64)
-            with ThreadPoolExecutor(workers) as pool:
-                parts = list(pool.map(lambda lo, hi: _kernels.rle_decode(strings[lo:hi]),
-                                      bounds[:-1], bounds[1:]))
-        cols = [[np.frombuffer(p[k], dtype=np.uint32 if k == 0 else np.int64) for p in parts]
-                for k in range(4)]
-        return tuple(c[0] if len(c) == 1 else np.concatenate(c) for c in cols)
+        counts, lengths, totals, areas = _kernels.rle_decode(strings)
+        return (np.frombuffer(counts, dtype=np.uint32), np.frombuffer(lengths, dtype=np.int64),
+                np.frombuffer(totals, dtype=np.int64), np.frombuffer(areas, dtype=np.int64))
     parts = [decode_rle_string(s) for s in strings]
     lengths = np.array([p.shape[0] for p in parts], dtype=np.int64)
     counts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
@@ -367,6 +354,9 @@ def masks_from_arrays(masks: Any) -> MaskSet:
     _, areas = _run_sums(counts, offsets)
     return MaskSet(counts=counts, offsets=offsets, heights=np.full(n, h, dtype=np.int64),
                    widths=np.full(n, w, dtype=np.int64), areas=areas)
+
+
+_PARALLEL_PAIRS = 20000  # mask pairs above which the IoUs are split over threads
 
 
 def rle_pair_ious(masks_a: MaskSet, masks_b: MaskSet, pair_a: np.ndarray, pair_b: np.ndarray,

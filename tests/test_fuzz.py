@@ -281,21 +281,3 @@ def test_oks_kernel_equals_numpy(n_det, n_gt, k, seed):
     pg = np.tile(np.arange(n_gt), n_det)
     assert np.array_equal(oks_pairs(det, gt, boxes, area, pd, pg, sigmas),
                           oks_pairs_reference(det, gt, boxes, area, pd, pg, sigmas))
-
-
-def test_rle_decode_split_over_threads_equals_one_call(monkeypatch):
-    """A large batch of compressed masks is decoded in parts on threads (the kernel drops the
-    GIL): the same runs, lengths, totals and areas as one call; a bad string still raises."""
-    rng = np.random.default_rng(3)
-    arrs = (rng.random((61, 19, 13)) < 0.5).astype(np.uint8)
-    from pycocotools import mask as mask_api
-    strings = [r["counts"] for r in mask_api.encode(np.asfortranarray(arrs.transpose(1, 2, 0)))]
-    monkeypatch.setattr(dm, "_PARALLEL_STRINGS", 10 ** 9)
-    one = dm._decode_strings(strings)
-    monkeypatch.setattr(dm, "_PARALLEL_STRINGS", 1)
-    monkeypatch.setattr(dm.os, "cpu_count", lambda: 4)
-    split = dm._decode_strings(strings)
-    for a, b in zip(one, split):
-        assert np.array_equal(a, b)
-    with pytest.raises(ValueError, match="string"):
-        dm._decode_strings(strings[:40] + [b"0~"] + strings[40:])
