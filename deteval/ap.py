@@ -497,7 +497,8 @@ def summarize_accumulated(precision: np.ndarray, recall: np.ndarray, iou_thresho
         s = cell(kind, a, m)
         if t is not None:
             s = s[t:t + 1]
-        rows = np.ascontiguousarray(np.moveaxis(s, -1, 0)).reshape(K, -1)
+        rows = np.ascontiguousarray(np.moveaxis(s, -1, 0))
+        rows = rows.reshape(K, rows[0].size if K else 0)  # K = 0: no category at all
         means = rows.mean(axis=1) if rows.shape[1] else np.full(K, np.nan)
         per_class[name] = [None if np.isnan(v) else float(v) for v in means]
     return CocoSummary(precision=precision, recall=recall, stats=stats, per_class=per_class)

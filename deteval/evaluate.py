@@ -197,6 +197,9 @@ def evaluate_coco(ground_truth: Union[PathLike, dict, GroundTruth],
                          COCO_RECALL_THRESHOLDS, inputs=inputs, iou_type=iou_type)
     if class_agnostic:
         report.params["class_agnostic"] = True
+    if not len(gt.class_names):
+        report.notes.append("the ground truth has no categories: every figure is undefined "
+                            "(pycocotools prints -1)")
     if sigmas is not None:
         report.params["oks_sigmas"] = [float(v) for v in sigmas]
     if bootstrap is not None:

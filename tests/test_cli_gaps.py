@@ -97,3 +97,18 @@ def test_voc_rows_add_up_with_the_ignored_column():
     bicycle = next(ln.split() for ln in p.stdout.splitlines() if ln.startswith("bicycle"))
     row = next(c for c in rep["classes"] if c["name"] == "bicycle")
     assert int(bicycle[-1]) == row["ignored"]
+
+
+def test_ground_truth_without_categories_gives_null_figures(tmp_path):
+    """No category at all: every figure is undefined (pycocotools prints -1), never a
+    traceback."""
+    import json as _json
+
+    from deteval import evaluate_coco
+    gt = {"images": [{"id": 1, "width": 10, "height": 10}], "annotations": [],
+          "categories": []}
+    report = evaluate_coco(gt, [])
+    assert report.classes == [] or len(report.to_dict()["classes"]) == 0
+    assert all(v is None for v in report.to_dict()["stats"].values())
+    assert any("no categories" in n for n in report.to_dict()["notes"])
+    _json.dumps(report.to_dict(), allow_nan=False)
