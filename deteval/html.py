@@ -511,7 +511,8 @@ def _hbar_svg(items: List[dict], *, width=560, label_width=150, unit="", title="
         parts.append(_svg_text(x0 - 8, y + 15, it["label"], anchor="end", size=11))
         v = it["value"]
         if v is None:
-            parts.append(_svg_text(zero + 4, y + 15, "undefined", size=10, cls="muted"))
+            if it["label"] != "…":  # the row standing for the classes left out says nothing
+                parts.append(_svg_text(zero + 4, y + 15, "undefined", size=10, cls="muted"))
             continue
         a, b = sorted((zero, X(v)))
         color = it.get("color") or ("#D55E00" if v < 0 else "#0072B2")
