@@ -18,7 +18,7 @@ import os
 from typing import Dict, Optional
 
 __all__ = ["textscan", "kernels", "status", "REQUIRE_ENV", "scan_voc_files", "scan_detections",
-           "scan_detection_files", "scan_coco_results", "id_table"]
+           "scan_detection_files", "scan_coco_results", "scan_coco_segm_results", "id_table"]
 
 REQUIRE_ENV = "DETEVAL_REQUIRE_NATIVE"
 _ERRORS: Dict[str, str] = {}
@@ -90,6 +90,20 @@ class CocoResultsScan(NamedTuple):
     bbox: np.ndarray        # float64 (n, 4)
 
 
+class CocoSegmResultsScan(NamedTuple):
+    image_id: np.ndarray
+    category_id: np.ndarray
+    score: np.ndarray
+    bbox: np.ndarray        # float64 (n, 4); zeros when no record has one
+    with_bbox: bool
+    height: np.ndarray      # int64 (n,): the RLE's size
+    width: np.ndarray
+    runs: np.ndarray        # uint32: every record's decoded runs
+    lengths: np.ndarray     # int64 (n,): runs per record
+    totals: np.ndarray      # int64 (n,): pixels (the runs' sum)
+    areas: np.ndarray       # int64 (n,): foreground pixels
+
+
 def scan_voc_files(paths: Sequence[str]) -> VocFilesScan:
     fallback, counts, table, name_idx, boxes, difficult, ok = textscan.scan_voc_files(paths)
     return VocFilesScan(np.frombuffer(fallback, dtype=np.uint8).astype(bool),
@@ -115,6 +129,22 @@ def scan_detection_files(paths: Sequence[str], table) -> DetectionFilesScan:
                               np.frombuffer(scores, dtype=np.float64),
                               np.frombuffer(boxes, dtype=np.float64).reshape(-1, 4),
                               np.frombuffer(img, dtype=np.int64))
+
+
+def scan_coco_segm_results(data: bytes):
+    """:class:`CocoSegmResultsScan` (masks decoded), or None outside the scanner's subset
+    (or without the compiled extension)."""
+    if textscan is None:
+        return None
+    found = textscan.scan_coco_segm_results(data)
+    if found is None:
+        return None
+    n, img, cat, scores, boxes, with_bbox, h, w, runs, lengths, totals, areas = found
+    i64 = [np.frombuffer(b, dtype=np.int64) for b in (img, cat, h, w, lengths, totals, areas)]
+    return CocoSegmResultsScan(i64[0], i64[1], np.frombuffer(scores, dtype=np.float64),
+                               np.frombuffer(boxes, dtype=np.float64).reshape(n, 4),
+                               bool(with_bbox), i64[2], i64[3],
+                               np.frombuffer(runs, dtype=np.uint32), i64[4], i64[5], i64[6])
 
 
 def scan_coco_results(data: bytes):

@@ -80,6 +80,11 @@ static PyMethodDef methods[] = {
      "scan_coco_results(data) -> None or (n, image_id, category_id, score, bbox)\n\n"
      "Columns of a COCO results JSON file inside a strict subset (see the C source);\n"
      "None: decode the file with msgspec / json as before."},
+    {"scan_coco_segm_results", scan_coco_segm_results, METH_O,
+     "scan_coco_segm_results(data) -> None or (n, image_id, category_id, score, bbox,\n"
+     "with_bbox, height, width, runs, lengths, totals, areas)\n\n"
+     "Columns and decoded RLE masks of a COCO segmentation results file inside a strict\n"
+     "subset (see the C source); None: decode the file with msgspec as before."},
     {"id_table", id_table, METH_O,
      "id_table(keys) -> table for scan_detections: keys is a sequence of bytes; a token\n"
      "equal to keys[i] maps to i (the last i for a repeated key)."},

@@ -27,7 +27,7 @@ export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export DETEVAL_REQUIRE_NATIVE=1
 "$python" -m pytest -q -p no:cacheprovider tests/test_kernels.py tests/test_fuzz.py \
-    tests/test_scan_files.py tests/test_coco_scan.py tests/test_textscan.py tests/test_xmlscan.py \
+    tests/test_scan_files.py tests/test_coco_scan.py tests/test_segm_scan.py tests/test_textscan.py tests/test_xmlscan.py \
     tests/test_segm_keypoints.py tests/test_hostile.py tests/test_bootstrap_weighted.py \
     tests/test_bootstrap_cli.py
 echo "sanitize: clean (ASan + UBSan)"

@@ -248,10 +248,20 @@ js_skip_value(js_t *j, int depth)
     }
 }
 
+/* The segmentation columns of scan_coco_segm_results: per record the RLE's size and its
+ * decoded runs (all records' runs in one growing array). */
+typedef struct {
+    int64_t *h, *w, *len, *total, *area;
+    uint32_t *runs;
+    Py_ssize_t nruns, runcap;
+    int bbox; /* -1: not yet known, 0: no record has a bbox, 1: every record has one */
+} js_segm;
+
 typedef struct {
     int64_t *img, *cat;
     double *score, *bbox;
     Py_ssize_t n, cap;
+    js_segm *segm; /* NULL: plain box results */
 } js_cols;
 
 static int
@@ -272,9 +282,129 @@ js_push(js_cols *c)
         if ((a = PyMem_RawRealloc(c->bbox, (size_t)cap * 4 * sizeof(double))) == NULL)
             return -1;
         c->bbox = (double *)a;
+        if (c->segm) {
+            js_segm *g = c->segm;
+            int64_t **cols[5] = {&g->h, &g->w, &g->len, &g->total, &g->area};
+            int k;
+            for (k = 0; k < 5; k++) {
+                if ((a = PyMem_RawRealloc(*cols[k], (size_t)cap * sizeof(int64_t))) == NULL)
+                    return -1;
+                *cols[k] = (int64_t *)a;
+            }
+        }
         c->cap = cap;
     }
     return 0;
+}
+
+/* The compressed COCO RLE string at j->p (printable ASCII '0'..'o'; JSON's escape of '\\'
+ * is the only escape) decoded into record r's runs, as deteval._kernels.rle_decode does.
+ * 1: decoded, 0: outside the subset (the typed reader then decides), -1: out of memory. */
+static int
+js_rle_counts(js_t *j, js_segm *g, Py_ssize_t r)
+{
+    const unsigned char *p = j->p;
+    Py_ssize_t m = 0, start = g->nruns;
+    int64_t sum = 0, fg = 0;
+    if (p >= j->end || *p != '"')
+        return 0;
+    p++;
+    for (;;) {
+        int64_t x = 0;
+        int k = 0, more = 1;
+        if (p >= j->end)
+            return 0;
+        if (*p == '"')
+            break;
+        while (more) {
+            int c;
+            if (p >= j->end || k > 12)
+                return 0;
+            c = *p;
+            if (c == '\\') { /* JSON's \\ for the count digit 92 */
+                if (p + 1 >= j->end || p[1] != '\\')
+                    return 0;
+                p++;
+            }
+            c -= 48;
+            if (c < 0 || c > 63)
+                return 0; /* also the closing quote inside a count */
+            x |= (int64_t)(c & 0x1f) << (5 * k);
+            more = c & 0x20;
+            p++;
+            k++;
+            if (!more && (c & 0x10))
+                x |= (int64_t)(-1) * ((int64_t)1 << (5 * k));
+        }
+        if (m > 2)
+            x += (int64_t)g->runs[start + m - 2];
+        if (x < 0 || x > (int64_t)UINT32_MAX)
+            return 0;
+        if (g->nruns == g->runcap) {
+            Py_ssize_t cap = g->runcap ? 2 * g->runcap : 1 << 16;
+            void *a = PyMem_RawRealloc(g->runs, (size_t)cap * sizeof(uint32_t));
+            if (a == NULL)
+                return -1;
+            g->runs = (uint32_t *)a;
+            g->runcap = cap;
+        }
+        g->runs[g->nruns++] = (uint32_t)x;
+        sum += x;
+        if (m & 1)
+            fg += x;
+        m++;
+    }
+    j->p = p + 1;
+    g->len[r] = m;
+    g->total[r] = sum;
+    g->area[r] = fg;
+    return 1;
+}
+
+/* {"size": [h, w], "counts": "<compressed RLE>"} (each key once, no others) into record r.
+ * 1: scanned, 0: outside the subset, -1: out of memory. */
+static int
+js_segmentation(js_t *j, js_segm *g, Py_ssize_t r)
+{
+    int seen = 0;
+    if (j->p >= j->end || *j->p != '{')
+        return 0;
+    j->p++;
+    js_ws(j);
+    for (;;) {
+        const unsigned char *key;
+        size_t kn;
+        int next;
+        if (!js_string(j, &key, &kn, 0))
+            return 0;
+        js_ws(j);
+        if (j->p >= j->end || *j->p != ':')
+            return 0;
+        j->p++;
+        js_ws(j);
+        if (kn == 4 && memcmp(key, "size", 4) == 0 && !(seen & 1)) {
+            if (j->p >= j->end || *j->p != '[')
+                return 0;
+            j->p++;
+            js_ws(j);
+            if (!js_int(j, &g->h[r]) || js_next(j, ']') != 1 || !js_int(j, &g->w[r]) ||
+                js_next(j, ']') != 2)
+                return 0;
+            seen |= 1;
+        } else if (kn == 6 && memcmp(key, "counts", 6) == 0 && !(seen & 2)) {
+            int rc = js_rle_counts(j, g, r);
+            if (rc <= 0)
+                return rc;
+            seen |= 2;
+        } else {
+            return 0;
+        }
+        if ((next = js_next(j, '}')) == 0)
+            return 0;
+        if (next == 2)
+            break;
+    }
+    return seen == 3;
 }
 
 /* 1: scanned, 0: outside the subset, -1: out of memory */
@@ -336,6 +466,13 @@ js_scan_results(js_t *j, js_cols *c)
                     j->p++;
                 }
                 seen |= 8;
+            } else if (c->segm && kn == 12 && memcmp(key, "segmentation", 12) == 0) {
+                int rc;
+                if (seen & 16)
+                    return 0;
+                if ((rc = js_segmentation(j, c->segm, r)) <= 0)
+                    return rc;
+                seen |= 16;
             } else if (!js_skip_value(j, 1)) {
                 return 0;
             }
@@ -344,7 +481,15 @@ js_scan_results(js_t *j, js_cols *c)
             if (next == 2)
                 break;
         }
-        if (seen != 15)
+        if (c->segm) { /* a segmentation each; a bbox in every record or in none */
+            int with_box = (seen & 8) != 0;
+            if ((seen & 23) != 23 || (c->segm->bbox >= 0 && c->segm->bbox != with_box))
+                return 0;
+            c->segm->bbox = with_box;
+            if (!with_box)
+                for (k = 0; k < 4; k++)
+                    c->bbox[4 * r + k] = 0.0;
+        } else if (seen != 15)
             return 0;
         c->n = r + 1;
         if ((next = js_next(j, ']')) == 0)
@@ -389,6 +534,61 @@ scan_coco_results(PyObject *self, PyObject *arg)
     PyMem_RawFree(c.cat);
     PyMem_RawFree(c.score);
     PyMem_RawFree(c.bbox);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* scan_coco_segm_results(data) -> None or (n, image_id, category_id, score, bbox, with_bbox,
+ *                                           height, width, runs, lengths, totals, areas)
+ * Segmentation results inside the subset of scan_coco_results, where each record also has
+ * "segmentation": {"size": [h, w], "counts": "<compressed RLE>"} (nothing else in it) and
+ * "bbox" is in every record or in none (bbox then zeros, with_bbox False). The counts are
+ * decoded as deteval._kernels.rle_decode does: runs (uint32, all records'), and per record
+ * int64 lengths, totals (pixels) and areas (foreground pixels). Anything else: None. */
+static PyObject *
+scan_coco_segm_results(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    js_t j;
+    js_cols c;
+    js_segm g;
+    int rc;
+    PyObject *result = NULL;
+    (void)self;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    memset(&c, 0, sizeof c);
+    memset(&g, 0, sizeof g);
+    g.bbox = -1;
+    c.segm = &g;
+    j.p = (const unsigned char *)view.buf;
+    j.end = j.p + view.len;
+    rc = js_scan_results(&j, &c);
+    if (rc < 0)
+        PyErr_NoMemory();
+    else if (rc == 0 || c.n == 0) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+    else {
+        Py_ssize_t n8 = c.n * 8;
+        result = Py_BuildValue(
+            "(ny#y#y#y#Oy#y#y#y#y#y#)", c.n, (const char *)c.img, n8, (const char *)c.cat, n8,
+            (const char *)c.score, n8, (const char *)c.bbox, c.n * 32,
+            g.bbox ? Py_True : Py_False, (const char *)g.h, n8, (const char *)g.w, n8,
+            (const char *)(g.runs ? (void *)g.runs : (void *)""), g.nruns * 4,
+            (const char *)g.len, n8, (const char *)g.total, n8, (const char *)g.area, n8);
+    }
+    PyMem_RawFree(c.img);
+    PyMem_RawFree(c.cat);
+    PyMem_RawFree(c.score);
+    PyMem_RawFree(c.bbox);
+    PyMem_RawFree(g.h);
+    PyMem_RawFree(g.w);
+    PyMem_RawFree(g.len);
+    PyMem_RawFree(g.total);
+    PyMem_RawFree(g.area);
+    PyMem_RawFree(g.runs);
     PyBuffer_Release(&view);
     return result;
 }

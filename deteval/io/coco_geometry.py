@@ -173,6 +173,10 @@ def _typed_results(raw: bytes, gt: GroundTruth, iou_type: str, name: str):
     """The usual results file read through msgspec's typed decoding, or None when anything
     is unusual (the generic reading then decides and names the problem)."""
     from ..masks import MaskSet, _decode_strings
+    if iou_type == "segm":
+        fast = _scanned_segm_results(raw, gt, name)
+        if fast is not None:
+            return fast
     try:
         with coco_io._no_gc():
             recs = (_SEGM_RESULTS if iou_type == "segm" else _KEYPOINT_RESULTS).decode(raw)
@@ -234,6 +238,35 @@ def _typed_results(raw: bytes, gt: GroundTruth, iou_type: str, name: str):
         area = (x1 - x0) * (y1 - y0)
         boxes = np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)
     return dataclasses.replace(det, keypoints=arr, area=area, boxes=boxes)
+
+
+def _scanned_segm_results(raw: bytes, gt: GroundTruth, name: str):
+    """Segmentation results read and their masks decoded in one compiled pass over the file
+    (:func:`deteval._native.scan_coco_segm_results`), or None: the typed reading decides."""
+    from .. import _native
+    from ..masks import MaskSet
+    found = _native.scan_coco_segm_results(raw)
+    if found is None or gt.image_sizes is None:
+        return None
+    n = found.image_id.shape[0]
+    boxes = found.bbox
+    if not (np.isfinite(found.score).all() and np.isfinite(boxes).all()
+            and (boxes[:, 2:] >= 0).all()):
+        return None
+    det = coco_io._detections_from_columns(found.image_id, found.category_id, boxes,
+                                           found.score, gt, name)
+    h, w = gt.image_sizes[det.image_idx, 0], gt.image_sizes[det.image_idx, 1]
+    if not (np.array_equal(found.height, h) and np.array_equal(found.width, w)
+            and np.array_equal(found.totals, h * w)):
+        return None
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(found.lengths, out=offsets[1:])
+    masks = MaskSet(counts=found.runs, offsets=offsets, heights=h.astype(np.int64),
+                    widths=w.astype(np.int64), areas=found.areas)
+    with_box = found.with_bbox
+    area = boxes[:, 2] * boxes[:, 3] if with_box else found.areas.astype(np.float64)
+    return dataclasses.replace(det, masks=masks, area=area,
+                               boxes=boxes if with_box else _mask_boxes(masks))
 
 
 def _mask_boxes(masks) -> np.ndarray:
