@@ -25,10 +25,12 @@ setup(
         Extension("deteval._textscan", ["deteval/_textscan.c"],
                   depends=[f"deteval/_textscan_src/{n}" for n in (
                       "common.h", "numbers.h", "id_table.h", "detections.h", "voc_xml.h",
-                      "voc_files.h", "detection_files.h", "coco_results.h")],
+                      "voc_files.h", "detection_files.h", "coco_results.h")]
+                  + ["deteval/_rle_count.h"],
                   optional=True),
         Extension("deteval._kernels", ["deteval/_kernels.c"],
-                  depends=["deteval/_kernels_src/bootstrap.h"], optional=True),
+                  depends=["deteval/_kernels_src/bootstrap.h", "deteval/_rle_count.h"],
+                  optional=True),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_rle_count.h"
+
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #endif
@@ -764,33 +766,15 @@ rle_decode(PyObject *self, PyObject *args, PyObject *kwargs)
         int64_t sum = 0, sum_fg = 0;
         while (p < len) {
             int64_t x;
-            int c = s[p] - 48;
-            if (c >= 0 && c < 32) {  /* one group: 0..15, or -16..-1 with bit 0x10 */
-                x = (c & 0x10) ? c - 32 : c;
-                p++;
-            } else {
-                int k = 0, more = 1;
-                x = 0;
-                while (more) {
-                    if (p >= len || k > 12) {
-                        PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: truncated count",
-                                     i);
-                        goto done;
-                    }
-                    c = s[p] - 48;
-                    if (c < 0 || c > 63) {
-                        PyErr_Format(PyExc_ValueError,
-                                     "rle_decode: string %zd: character %zd is not a count "
-                                     "digit", i, p);
-                        goto done;
-                    }
-                    x |= (int64_t)(c & 0x1f) << (5 * k);
-                    more = c & 0x20;
-                    p++;
-                    k++;
-                    if (!more && (c & 0x10))
-                        x |= (int64_t)(-1) * ((int64_t)1 << (5 * k));
-                }
+            int rc = rle_read_count(s, len, &p, 0, &x);
+            if (rc == RLE_COUNT_TRUNCATED) {
+                PyErr_Format(PyExc_ValueError, "rle_decode: string %zd: truncated count", i);
+                goto done;
+            }
+            if (rc == RLE_COUNT_BAD_CHAR) {
+                PyErr_Format(PyExc_ValueError,
+                             "rle_decode: string %zd: character %zd is not a count digit", i, p);
+                goto done;
             }
             if (m > 2)
                 x += (int64_t)run[m - 2];

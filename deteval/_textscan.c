@@ -54,6 +54,7 @@
 #endif
 #endif
 
+#include "_rle_count.h"
 #include "_textscan_src/common.h"
 #include "_textscan_src/numbers.h"
 #include "_textscan_src/id_table.h"

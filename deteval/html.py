@@ -40,10 +40,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import __version__
-from .errors import InputError, expected
 
 __all__ = ["render_report", "render_comparison", "diagnostics_for_html", "coco_curves",
-           "voc_curves", "evaluate_voc_for_page", "report_csv", "report_markdown"]
+           "voc_curves", "report_csv", "report_markdown"]
 
 #: Colour-blind-safe palette (Okabe & Ito 2008); IoU 0.5 blue solid, 0.75 vermillion dashed.
 _IOU_STYLE = [("#0072B2", ""), ("#D55E00", "6 4"), ("#009E73", "2 3"), ("#CC79A7", "8 3 2 3")]
@@ -180,36 +179,6 @@ def voc_curves(matches, class_names: Sequence[str], iou_threshold: float,
     return {"recall": [float(r) for r in rec_thr],
             "iou": {f"{iou_threshold:g}": {"per_class": per_class, "mean": mean}},
             "best_f1": best}
-
-
-def evaluate_voc_for_page(annotations, detections, *, imageset=None, metric="voc12",
-                          iou_threshold: float = 0.5, compat: str = "devkit",
-                          classes=None):
-    """:func:`deteval.evaluate.evaluate_voc`, and the page's ``curves`` from the same loaded
-    tables (files are read once).
-
-    Returns
-    -------
-    (VocReport, dict)
-        The report, and ``{"curves": ...}`` (see :func:`voc_curves`).
-    """
-    from .evaluate import evaluate_voc
-    from .io.voc import load_voc_annotations, load_voc_detections
-    from .match import match_voc
-    from .params import VOC_COMPATS, VOC_METRICS, check_choice, check_iou
-
-    check_choice("metric", metric, VOC_METRICS)
-    check_choice("compat", compat, VOC_COMPATS)
-    iou_threshold = check_iou("iou_threshold", iou_threshold)
-    if classes is not None:
-        classes = [str(c).strip() for c in classes]
-        if not classes or any(not c for c in classes):
-            raise InputError(expected("classes", "a list of non-empty class names", classes))
-    gt = load_voc_annotations(annotations, imageset, classes)
-    det = load_voc_detections(detections, gt)
-    report = evaluate_voc(gt, det, metric=metric, iou_threshold=iou_threshold, compat=compat)
-    matches = match_voc(gt, det, iou_threshold, compat)
-    return report, {"curves": voc_curves(matches, gt.class_names, iou_threshold, compat)}
 
 
 def _best_f1(scores: np.ndarray, is_tp: np.ndarray, num_gt: int) -> Optional[dict]:

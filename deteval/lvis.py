@@ -43,7 +43,6 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import __version__
 from ._values import number_or_none as _num
 from .ap import coco_accumulate, summarize_accumulated
 from .errors import InputError, expected
@@ -51,6 +50,7 @@ from .match import CocoMatches, match_coco
 from .params import (COCO_AREA_RANGES, COCO_IOU_THRESHOLDS, COCO_RECALL_THRESHOLDS,
                      check_choice)
 from .rank import group_rank, stable_rank_order
+from .report import coco_style_dict
 from .tables import Detections, GroundTruth
 
 __all__ = ["LVIS_MAX_DETS", "LVIS_MAX_DETS_PER_CLASS", "LVIS_IOU_TYPES", "LvisReport",
@@ -242,12 +242,7 @@ class LvisReport:
 
     def to_dict(self) -> dict:
         """The stable JSON report (see README, section LVIS)."""
-        d = {"deteval_version": __version__, "protocol": "lvis", "iou_type": self.iou_type,
-             "stats": dict(self.stats), "classes": [dict(c) for c in self.classes],
-             "params": dict(self.params), "inputs": dict(self.inputs)}
-        if self.notes:
-            d["notes"] = list(self.notes)
-        return d
+        return coco_style_dict(self)
 
     def format_table(self, worst: int = 10) -> str:
         """The figures, a table by frequency group, and the ``worst`` rare classes."""

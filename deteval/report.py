@@ -139,6 +139,18 @@ def voc_report(summary: VocSummary, class_names: Sequence[str], metric: str, com
 
 # ---------------------------------------------------------------------------- COCO
 
+def coco_style_dict(report) -> dict:
+    """The JSON keys COCO-style reports share (``deteval coco``, ``deteval lvis``): version,
+    protocol, iou_type, stats, classes, params, inputs and the notes, if any."""
+    d = {"deteval_version": __version__, "protocol": report.protocol,
+         "iou_type": report.iou_type, "stats": dict(report.stats),
+         "classes": [dict(c) for c in report.classes], "params": dict(report.params),
+         "inputs": dict(report.inputs)}
+    if report.notes:
+        d["notes"] = list(report.notes)
+    return d
+
+
 @dataclass(frozen=True)
 class CocoReport:
     """Result of a COCO evaluation. ``report.stats["AP50"]``, ``report.classes[i]["AP"]``."""
@@ -152,22 +164,15 @@ class CocoReport:
     engine: Optional[dict] = None  # how it ran, when not in one process (deteval.distributed)
     notes: List[str] = field(default_factory=list)  # why figures are undefined
     iou_type: str = "bbox"
-    tide: Optional[dict] = None  # --tide: deteval.diagnostics.tide (report["tide"])
     uncertainty: Optional[dict] = None  # image-bootstrap intervals (deteval.bootstrap)
 
     protocol = "coco"
 
     def to_dict(self) -> dict:
         """The stable JSON report (see README)."""
-        d = {"deteval_version": __version__, "protocol": "coco", "iou_type": self.iou_type,
-             "stats": dict(self.stats), "classes": [dict(c) for c in self.classes],
-             "params": dict(self.params), "inputs": dict(self.inputs)}
-        if self.notes:
-            d["notes"] = list(self.notes)
+        d = coco_style_dict(self)
         if self.engine is not None:
             d["engine"] = dict(self.engine)
-        if self.tide is not None:
-            d["tide"] = dict(self.tide)
         if self.uncertainty is not None:
             d["uncertainty"] = self.uncertainty
         return d
@@ -201,9 +206,6 @@ class CocoReport:
         if self.notes:
             lines.append("")
             lines += ["note: " + n for n in self.notes]
-        if self.tide is not None:
-            from .diagnostics.tide import format_tide_table
-            lines += ["", format_tide_table(self.tide)]
         if u is not None:
             lines += ["", _interval_note(u)]
         return "\n".join(lines)

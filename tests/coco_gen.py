@@ -466,6 +466,24 @@ def dataset_to_results(dataset: dict) -> List[dict]:
 # ---------------------------------------------------------------------------
 # pycocotools oracle
 # ---------------------------------------------------------------------------
+def metric_batches(gt: dict, results: Sequence[dict]):
+    """``(image_ids, preds, targets)``: the COCO files as the streaming metric's per-image
+    inputs (``box_format="xywh"``), images in the ground truth's order."""
+    ids = [im["id"] for im in gt["images"]]
+    preds, targets = [], []
+    for i in ids:
+        a = [x for x in gt["annotations"] if x["image_id"] == i]
+        d = [x for x in results if x["image_id"] == i]
+        targets.append({"boxes": np.array([x["bbox"] for x in a], float).reshape(-1, 4),
+                        "labels": np.array([x["category_id"] for x in a], dtype=np.int64),
+                        "iscrowd": np.array([x.get("iscrowd", 0) for x in a]),
+                        "area": np.array([x["area"] for x in a], float)})
+        preds.append({"boxes": np.array([x["bbox"] for x in d], float).reshape(-1, 4),
+                      "labels": np.array([x["category_id"] for x in d], dtype=np.int64),
+                      "scores": np.array([x["score"] for x in d], float)})
+    return ids, preds, targets
+
+
 def area_suffix(name: str) -> str:
     """Stat-name suffix of an area range: small/medium/large -> s/m/l, else ``_<name>``."""
     return _SHORT_AREA_NAMES.get(name, "_" + name)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coco_gen import generate_case, shuffle_ground_truth, shuffle_results
+from coco_gen import generate_case, metric_batches, shuffle_ground_truth, shuffle_results
 from deteval.diagnostics.confusion import confusion_matrix, coco_confusion, voc_confusion
 from deteval.io.coco import load_coco_ground_truth, load_coco_results
 
@@ -241,18 +241,7 @@ def test_streaming_metric_gives_the_cli_matrix():
     metric = deteval.MeanAveragePrecision("coco", box_format="xywh",
                                           class_names={c["id"]: c["name"]
                                                        for c in gt["categories"]})
-    ids = [im["id"] for im in gt["images"]]
-    preds, targets = [], []
-    for i in ids:
-        a = [x for x in gt["annotations"] if x["image_id"] == i]
-        d = [x for x in case.results if x["image_id"] == i]
-        targets.append({"boxes": np.array([x["bbox"] for x in a], float).reshape(-1, 4),
-                        "labels": np.array([x["category_id"] for x in a], dtype=np.int64),
-                        "iscrowd": np.array([x.get("iscrowd", 0) for x in a]),
-                        "area": np.array([x["area"] for x in a], float)})
-        preds.append({"boxes": np.array([x["bbox"] for x in d], float).reshape(-1, 4),
-                      "labels": np.array([x["category_id"] for x in d], dtype=np.int64),
-                      "scores": np.array([x["score"] for x in d], float)})
+    ids, preds, targets = metric_batches(gt, case.results)
     for s in range(0, len(ids), 3):  # several batches
         metric.update(preds[s:s + 3], targets[s:s + 3], image_ids=ids[s:s + 3])
     rep = metric.compute(confusion={"iou_threshold": 0.4, "conf_threshold": 0.2})

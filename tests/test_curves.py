@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coco_gen import generate_case, pycocotools_eval, shuffle_ground_truth, shuffle_results
+from coco_gen import (generate_case, metric_batches, pycocotools_eval, shuffle_ground_truth,
+                      shuffle_results)
 from deteval.diagnostics.curves import best_f1
 from deteval.diagnostics.run import coco_diagnostics
 from deteval.evaluate import evaluate_coco
@@ -165,18 +166,7 @@ def test_streaming_metric_curves_equal_the_cli():
     metric = deteval.MeanAveragePrecision("coco", box_format="xywh",
                                           class_names={c["id"]: c["name"]
                                                        for c in gt["categories"]})
-    ids = [im["id"] for im in gt["images"]]
-    preds, targets = [], []
-    for i in ids:
-        a = [x for x in gt["annotations"] if x["image_id"] == i]
-        d = [x for x in case.results if x["image_id"] == i]
-        targets.append({"boxes": np.array([x["bbox"] for x in a], float).reshape(-1, 4),
-                        "labels": np.array([x["category_id"] for x in a], dtype=np.int64),
-                        "iscrowd": np.array([x.get("iscrowd", 0) for x in a]),
-                        "area": np.array([x["area"] for x in a], float)})
-        preds.append({"boxes": np.array([x["bbox"] for x in d], float).reshape(-1, 4),
-                      "labels": np.array([x["category_id"] for x in d], dtype=np.int64),
-                      "scores": np.array([x["score"] for x in d], float)})
+    ids, preds, targets = metric_batches(gt, case.results)
     metric.update(preds, targets, image_ids=ids)
     assert metric.compute(curves=True).to_dict()["curves"] == curves_of(gt, case.results)
     voc = deteval.MeanAveragePrecision("voc12")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coco_gen import generate_case, pycocotools_eval, shuffle_ground_truth
+from coco_gen import generate_case, metric_batches, pycocotools_eval, shuffle_ground_truth
 from deteval.diagnostics.run import coco_diagnostics, voc_diagnostics
 from deteval.evaluate import evaluate_coco, evaluate_voc
 
@@ -223,18 +223,7 @@ def test_streaming_metric_per_image():
     case = generate_case(4)
     gt = case.gt
     metric = deteval.MeanAveragePrecision("coco", box_format="xywh")
-    ids = [im["id"] for im in gt["images"]]
-    preds, targets = [], []
-    for i in ids:
-        a = [x for x in gt["annotations"] if x["image_id"] == i]
-        d = [x for x in case.results if x["image_id"] == i]
-        targets.append({"boxes": np.array([x["bbox"] for x in a], float).reshape(-1, 4),
-                        "labels": np.array([x["category_id"] for x in a], dtype=np.int64),
-                        "iscrowd": np.array([x.get("iscrowd", 0) for x in a]),
-                        "area": np.array([x["area"] for x in a], float)})
-        preds.append({"boxes": np.array([x["bbox"] for x in d], float).reshape(-1, 4),
-                      "labels": np.array([x["category_id"] for x in d], dtype=np.int64),
-                      "scores": np.array([x["score"] for x in d], float)})
+    ids, preds, targets = metric_batches(gt, case.results)
     half = len(ids) // 2
     other = deteval.MeanAveragePrecision("coco", box_format="xywh")
     metric.update(preds[:half], targets[:half], image_ids=ids[:half])

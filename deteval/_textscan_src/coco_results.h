@@ -310,32 +310,15 @@ js_rle_counts(js_t *j, js_segm *g, Py_ssize_t r)
         return 0;
     p++;
     for (;;) {
-        int64_t x = 0;
-        int k = 0, more = 1;
+        int64_t x;
+        Py_ssize_t q = 0;
         if (p >= j->end)
             return 0;
         if (*p == '"')
             break;
-        while (more) {
-            int c;
-            if (p >= j->end || k > 12)
-                return 0;
-            c = *p;
-            if (c == '\\') { /* JSON's \\ for the count digit 92 */
-                if (p + 1 >= j->end || p[1] != '\\')
-                    return 0;
-                p++;
-            }
-            c -= 48;
-            if (c < 0 || c > 63)
-                return 0; /* also the closing quote inside a count */
-            x |= (int64_t)(c & 0x1f) << (5 * k);
-            more = c & 0x20;
-            p++;
-            k++;
-            if (!more && (c & 0x10))
-                x |= (int64_t)(-1) * ((int64_t)1 << (5 * k));
-        }
+        if (rle_read_count(p, j->end - p, &q, 1, &x) != RLE_COUNT_OK)
+            return 0; /* also a closing quote inside a count */
+        p += q;
         if (m > 2)
             x += (int64_t)g->runs[start + m - 2];
         if (x < 0 || x > (int64_t)UINT32_MAX)
@@ -502,51 +485,10 @@ tail:
     return j->p == j->end;
 }
 
+/* The columns of a results file, with the segmentation columns when `segm` (see the
+ * comments of scan_coco_results above and of scan_coco_segm_results below). */
 static PyObject *
-scan_coco_results(PyObject *self, PyObject *arg)
-{
-    Py_buffer view;
-    js_t j;
-    js_cols c;
-    int rc;
-    PyObject *result = NULL;
-    (void)self;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    memset(&c, 0, sizeof c);
-    j.p = (const unsigned char *)view.buf;
-    j.end = j.p + view.len;
-    rc = js_scan_results(&j, &c); /* with the GIL: numbers may need PyOS_string_to_double */
-    if (rc < 0)
-        PyErr_NoMemory();
-    else if (rc == 0) {
-        Py_INCREF(Py_None);
-        result = Py_None;
-    }
-    else
-        result = Py_BuildValue(
-            "(ny#y#y#y#)", c.n, (const char *)(c.img ? (void *)c.img : (void *)""),
-            (Py_ssize_t)(c.n * 8), (const char *)(c.cat ? (void *)c.cat : (void *)""),
-            (Py_ssize_t)(c.n * 8), (const char *)(c.score ? (void *)c.score : (void *)""),
-            (Py_ssize_t)(c.n * 8), (const char *)(c.bbox ? (void *)c.bbox : (void *)""),
-            (Py_ssize_t)(c.n * 32));
-    PyMem_RawFree(c.img);
-    PyMem_RawFree(c.cat);
-    PyMem_RawFree(c.score);
-    PyMem_RawFree(c.bbox);
-    PyBuffer_Release(&view);
-    return result;
-}
-
-/* scan_coco_segm_results(data) -> None or (n, image_id, category_id, score, bbox, with_bbox,
- *                                           height, width, runs, lengths, totals, areas)
- * Segmentation results inside the subset of scan_coco_results, where each record also has
- * "segmentation": {"size": [h, w], "counts": "<compressed RLE>"} (nothing else in it) and
- * "bbox" is in every record or in none (bbox then zeros, with_bbox False). The counts are
- * decoded as deteval._kernels.rle_decode does: runs (uint32, all records'), and per record
- * int64 lengths, totals (pixels) and areas (foreground pixels). Anything else: None. */
-static PyObject *
-scan_coco_segm_results(PyObject *self, PyObject *arg)
+scan_results_file(PyObject *arg, int segm)
 {
     Py_buffer view;
     js_t j;
@@ -554,22 +496,28 @@ scan_coco_segm_results(PyObject *self, PyObject *arg)
     js_segm g;
     int rc;
     PyObject *result = NULL;
-    (void)self;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     memset(&c, 0, sizeof c);
     memset(&g, 0, sizeof g);
     g.bbox = -1;
-    c.segm = &g;
+    c.segm = segm ? &g : NULL;
     j.p = (const unsigned char *)view.buf;
     j.end = j.p + view.len;
-    rc = js_scan_results(&j, &c);
+    rc = js_scan_results(&j, &c); /* with the GIL: numbers may need PyOS_string_to_double */
     if (rc < 0)
         PyErr_NoMemory();
-    else if (rc == 0 || c.n == 0) {
+    else if (rc == 0 || (segm && c.n == 0)) {
         Py_INCREF(Py_None);
         result = Py_None;
     }
+    else if (!segm)
+        result = Py_BuildValue(
+            "(ny#y#y#y#)", c.n, (const char *)(c.img ? (void *)c.img : (void *)""),
+            (Py_ssize_t)(c.n * 8), (const char *)(c.cat ? (void *)c.cat : (void *)""),
+            (Py_ssize_t)(c.n * 8), (const char *)(c.score ? (void *)c.score : (void *)""),
+            (Py_ssize_t)(c.n * 8), (const char *)(c.bbox ? (void *)c.bbox : (void *)""),
+            (Py_ssize_t)(c.n * 32));
     else {
         Py_ssize_t n8 = c.n * 8;
         result = Py_BuildValue(
@@ -591,6 +539,27 @@ scan_coco_segm_results(PyObject *self, PyObject *arg)
     PyMem_RawFree(g.runs);
     PyBuffer_Release(&view);
     return result;
+}
+
+static PyObject *
+scan_coco_results(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    return scan_results_file(arg, 0);
+}
+
+/* scan_coco_segm_results(data) -> None or (n, image_id, category_id, score, bbox, with_bbox,
+ *                                           height, width, runs, lengths, totals, areas)
+ * Segmentation results inside the subset of scan_coco_results, where each record also has
+ * "segmentation": {"size": [h, w], "counts": "<compressed RLE>"} (nothing else in it) and
+ * "bbox" is in every record or in none (bbox then zeros, with_bbox False). The counts are
+ * decoded as deteval._kernels.rle_decode does: runs (uint32, all records'), and per record
+ * int64 lengths, totals (pixels) and areas (foreground pixels). Anything else: None. */
+static PyObject *
+scan_coco_segm_results(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    return scan_results_file(arg, 1);
 }
 
 #endif /* DETEVAL_TEXTSCAN_COCO_RESULTS_H */

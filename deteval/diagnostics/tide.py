@@ -51,7 +51,7 @@ from .._native import kernels as _kernels  # None without it: the numpy code is 
 
 __all__ = ["ERROR_TYPES", "SPECIAL_TYPES", "POS_THRESHOLD", "BACKGROUND_THRESHOLD",
            "MAX_DETS", "TideResult", "tide_errors",
-           "evaluate_coco_with_tide", "format_tide_table"]
+           "evaluate_coco_with_tide"]
 
 #: The main error types, in tidecv's order (``TIDE._error_types``), by their short names:
 #: ClassError, BoxError, OtherError, DuplicateError, BackgroundError, MissedError.
@@ -605,7 +605,9 @@ def _tidecv_map_ranked(c, is_tp, num_gt, classes) -> float:
 # ---------------------------------------------------------------------------- report
 
 def evaluate_coco_with_tide(ground_truth, results, **kwargs):
-    """:func:`deteval.evaluate_coco` (bbox) with ``report.tide`` set (``report["tide"]``).
+    """:func:`deteval.evaluate_coco` (bbox) with its TIDE errors, as ``deteval coco --tide``:
+    a :class:`deteval.diagnostics.run.DiagnosticsReport` (``report.tide``,
+    ``report.to_dict()["tide"]``) from the same tables and match records.
 
     Parameters
     ----------
@@ -621,28 +623,11 @@ def evaluate_coco_with_tide(ground_truth, results, **kwargs):
     InputError
         Bad files, or two categories with the same name.
     """
-    import dataclasses
-
     from ..evaluate import evaluate_coco
-    from ..io.coco import load_coco_ground_truth, load_coco_results
-    from .run import check_unique_names
-    gt = (ground_truth if isinstance(ground_truth, GroundTruth)
-          else load_coco_ground_truth(ground_truth))
-    det = results if isinstance(results, Detections) else load_coco_results(results, gt)
+    from .run import check_unique_names, coco_diagnostics
+    stages: dict = {}
+    report = evaluate_coco(ground_truth, results, stages=stages, **kwargs)
+    gt, det = stages["gt"], stages["det"]
     check_unique_names(gt.class_names, gt.sources.get("ground_truth"))
-    report = evaluate_coco(gt, det, **kwargs)
-    return dataclasses.replace(report, tide=tide_errors(gt, det).to_dict())
-
-
-def format_tide_table(tide: dict) -> str:
-    """A short fixed-width table of ``report["tide"]`` (dAP on tidecv's 0-100 scale)."""
-    main, special, counts = tide["main"], tide["special"], tide["counts"]
-    head = "  ".join(f"{t:>7}" for t in ERROR_TYPES)
-    lines = [f"TIDE errors (tidecv; IoU {tide['pos_threshold']:g}, background "
-             f"{tide['background_threshold']:g})  AP50 {tide['ap50']:.2f}",
-             f"  {'type':<6} {head}",
-             f"  {'dAP':<6} " + "  ".join(f"{main[t]:>7.2f}" for t in ERROR_TYPES),
-             f"  {'count':<6} " + "  ".join(f"{counts[t]:>7d}" for t in ERROR_TYPES),
-             f"  special: FalsePos {special['FalsePos']:.2f}  FalseNeg "
-             f"{special['FalseNeg']:.2f}"]
-    return "\n".join(lines)
+    return coco_diagnostics(report, gt, det, stages["matches"], stages["summary"],
+                            sections={"tide": tide_errors(gt, det)})

@@ -287,12 +287,6 @@ def denormalise(cxcywh: np.ndarray, sizes_hw: np.ndarray) -> np.ndarray:
     return out
 
 
-def _locate(first_line: np.ndarray, line: int) -> Tuple[int, int]:
-    """(file, line in file) of a line of the joined buffer."""
-    f = int(np.searchsorted(first_line, line - 1, side="right") - 1)
-    return f, line - int(first_line[f])
-
-
 def _rows(chunks, paths, nfields, names, what):
     """``(values, file_idx)`` of every non-blank line of the files; InputError naming the
     file and line of the first line without ``nfields`` numbers."""
